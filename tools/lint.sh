@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Fails on a source file over 600 lines and on clang-format drift.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+status=0
+mapfile -t sources < <(git ls-files --cached --others --exclude-standard -- \
+  'src/*.cpp' 'src/*.hpp' 'src/*.cu' 'src/*.cuh' 'tests/*.cpp' 'tests/*.hpp' 'bench/*.cpp' 'bench/*.hpp' \
+  'tools/*.py' 'tests/*.mjs' 'tests/*.js' 'src/*.in')
+for file in "${sources[@]}"; do
+  [ -f "$file" ] || continue
+  lines=$(wc -l <"$file")
+  if [ "$lines" -gt 600 ]; then
+    echo "lint: file '$file' is too long; expected at most 600 lines, got $lines"
+    status=1
+  fi
+done
+formatted=()
+for file in "${sources[@]}"; do
+  case "$file" in *.cpp|*.hpp|*.cu|*.cuh) [ -f "$file" ] && formatted+=("$file") ;; esac
+done
+if ((${#formatted[@]})); then
+  if ! clang-format --dry-run -Werror "${formatted[@]}" 2>/tmp/plumb-lint.$$; then
+    grep -E '^[^ ].*(warning|error):' /tmp/plumb-lint.$$ | sed 's/^/lint: clang-format drift: /' | head -40
+    echo "lint: run 'clang-format -i' on the files above"
+    status=1
+  fi
+  rm -f /tmp/plumb-lint.$$
+fi
+[ "$status" -eq 0 ] && echo "lint: ${#sources[@]} files ok"
+exit "$status"
