@@ -1,0 +1,161 @@
+#pragma once
+// A backend owns device memory and implements each op's typed launcher. The op entries in ops.hpp validate
+// their operands and build the launch structs below, so a launcher may trust every pointer, dim and stride.
+// Pointers are device pointers; strides are in elements; bf16 and f16 are raw uint16_t bits.
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "core/error.hpp"
+#include "core/tensor.hpp"
+
+namespace plumb::ops {
+
+// A tensor allocated by a backend; the storage lives as long as any copy of it.
+struct DeviceTensor {
+  TensorView view;
+  std::shared_ptr<void> storage;
+};
+
+// Dense weight [out, in] or MLX affine [out, in] as raw device pointers.
+struct WeightLaunch {
+  bool affine = false;
+  DType dense_dtype = DType::bf16;   // dense: bf16, f16 or f32
+  const void* dense = nullptr;       // [out, in], row stride `in`
+  const uint32_t* packed = nullptr;  // affine: [out, in * bits / 32]
+  const uint16_t* scales = nullptr;  // affine: bf16 [out, in / group]
+  const uint16_t* biases = nullptr;  // affine: bf16 [out, in / group]
+  int bits = 0;
+  int group = 0;
+  int64_t out = 0;
+  int64_t in = 0;
+};
+
+struct EmbedLaunch {
+  const int32_t* ids;
+  WeightLaunch table;
+  float scale;  // already bf16-representable
+  uint16_t* out;
+  int64_t out_stride;
+  int64_t rows;
+};
+
+struct RmsNormLaunch {
+  const uint16_t* x;
+  int64_t x_stride;        // between rows; a row is `heads` contiguous vectors of `dim`
+  const uint16_t* weight;  // nullptr: weightless
+  uint16_t* out;
+  int64_t out_stride;
+  int64_t rows;
+  int64_t heads;  // 1 for [rows, dim]
+  int64_t dim;
+  float eps;
+};
+
+struct NormRopeLaunch {
+  RmsNormLaunch norm;
+  const int32_t* positions;
+  const float* inv_freq;  // host array [dim / 2], from rope_inv_freq; a backend copies what it needs
+};
+
+struct KvWriteLaunch {
+  uint16_t* cache_keys;    // [capacity, kv_heads, head_dim]
+  uint16_t* cache_values;  // [capacity, kv_heads, head_dim]
+  int64_t capacity;
+  const int32_t* positions;
+  const uint16_t* keys;  // [rows, kv_heads, head_dim]
+  int64_t keys_stride;
+  const uint16_t* values;
+  int64_t values_stride;
+  int64_t rows;
+  int64_t kv_heads;
+  int64_t head_dim;
+};
+
+struct AttentionSegmentLaunch {
+  int64_t first_row;
+  int64_t rows;
+  const uint16_t* keys;    // [capacity, kv_heads, head_dim]
+  const uint16_t* values;  // [capacity, kv_heads, head_dim]
+  int64_t capacity;
+  int64_t end;  // one past the last written position
+};
+
+struct AttentionLaunch {
+  const uint16_t* q;  // [rows, heads, head_dim]
+  int64_t q_stride;
+  const int32_t* positions;
+  const AttentionSegmentLaunch* segments;  // host array
+  int64_t segment_count;
+  uint16_t* out;
+  int64_t out_stride;
+  int64_t rows;
+  int64_t heads;
+  int64_t kv_heads;
+  int64_t head_dim;
+  int64_t window;  // 0: global
+  float scale;
+};
+
+struct MatmulLaunch {
+  const uint16_t* x;  // bf16 [rows, in]
+  int64_t x_stride;
+  WeightLaunch weight;
+  void* out;  // bf16 or f32 [rows, out]
+  DType out_dtype;
+  int64_t out_stride;
+  int64_t rows;
+};
+
+struct RowsLaunch {
+  const uint16_t* a;
+  int64_t a_stride;
+  const uint16_t* b;  // second input (geglu up, add b); nullptr for one-input ops
+  int64_t b_stride;
+  void* out;
+  DType out_dtype;  // bf16, or f32 where the op allows it
+  int64_t out_stride;
+  int64_t rows;
+  int64_t width;
+  float factor;  // scale: bf16 factor; soft_cap: cap
+};
+
+struct ArgmaxLaunch {
+  const void* x;
+  DType x_dtype;  // bf16 or f32
+  int64_t x_stride;
+  int32_t* out;
+  int64_t rows;
+  int64_t width;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+  virtual Device device() const = 0;
+
+  // Memory: contiguous tensors on this backend's device; host views are contiguous host memory.
+  virtual Result<DeviceTensor> allocate(DType dtype, Shape shape) = 0;
+  virtual Status upload(const TensorView& host, const TensorView& device_tensor) = 0;
+  virtual Status download(const TensorView& device_tensor, const TensorView& host) = 0;
+  // Copies between two tensors of this device with equal dtype and shape (cache growth).
+  virtual Status copy(const TensorView& from, const TensorView& to) = 0;
+  // Waits until every launched op has finished.
+  virtual Status synchronize() = 0;
+
+  // Typed launchers, called by the op entries after validation.
+  virtual void embed_rows(const EmbedLaunch& launch) = 0;
+  virtual void rms_norm(const RmsNormLaunch& launch) = 0;
+  virtual void norm_rope(const NormRopeLaunch& launch) = 0;
+  virtual void kv_write(const KvWriteLaunch& launch) = 0;
+  virtual void attention(const AttentionLaunch& launch) = 0;
+  virtual void matmul(const MatmulLaunch& launch) = 0;
+  virtual void geglu(const RowsLaunch& launch) = 0;
+  virtual void add(const RowsLaunch& launch) = 0;
+  virtual void scale(const RowsLaunch& launch) = 0;
+  virtual void soft_cap(const RowsLaunch& launch) = 0;
+  virtual void argmax(const ArgmaxLaunch& launch) = 0;
+};
+
+}  // namespace plumb::ops
