@@ -52,12 +52,15 @@ Status check_weight(std::string_view where, const Weight& weight);
 // default:      inv_freq[i] = theta^(-2i/head_dim) for every i < head_dim/2.
 // proportional: the first int(partial_rotary_factor * head_dim / 2) pairs as above (exponent still over the
 //               full head_dim), the rest have inv_freq 0 and pass through unchanged.
+// Both divide inv_freq by `factor` (HF's linear scaling; 1 for Gemma 4).
 struct RopeSpec {
   double theta = 10000.0;
   int64_t head_dim = 0;
   double partial_rotary_factor = 1.0;  // 1.0 is the default rope
+  double factor = 1.0;
 };
-// inv_freq[head_dim/2] as HF computes it: f32(1 / f32(theta^f32(2i/head_dim))); zeros past the rotated pairs.
+// inv_freq[head_dim/2] as HF computes it in f32: 1 / theta^(2i/head_dim), then / factor; zeros past the
+// rotated pairs. Computed on the host, so every backend uses the same bits.
 std::vector<float> rope_inv_freq(const RopeSpec& spec);
 
 // One layer's cache for one stream: key and value rows stored at slot = position % capacity, so a global
@@ -108,10 +111,11 @@ Status kv_write(Backend& backend, const KvView& kv, const TensorView& positions,
 
 // Causal (global or sliding) attention over the cache, GQA (query head h reads kv head h / (heads /
 // kv_heads)). Query row r at position p sees the cached keys at positions k <= p (and k > p - window when
-// sliding), which must all be present. Rounding as in docs/numerics.md: scores and softmax in fp32, output
-// rounded once. Keys are visited in absolute-position order with a fixed partition by absolute position, so a
-// row's bits do not depend on the chunk it came in. q, out: bf16 [rows, heads, head_dim]; positions: i32
-// [rows]; segments cover rows [0, rows) in order.
+// sliding), which must all be present. With s_j = scale * (q · k_j) in fp32 (not rounded), m = max s and
+// l = sum exp(s_j - m): p_j = bf16(exp(s_j - m) / l) (HF eager: softmax in fp32, then .to(bf16)), and
+// out = bf16(sum p_j v_j) with fp32 accumulation. Keys are visited in absolute-position order with a fixed
+// partition by absolute position, so a row's bits do not depend on the chunk it came in. q, out: bf16 [rows,
+// heads, head_dim]; positions: i32 [rows]; segments cover rows [0, rows) in order.
 Status attention(Backend& backend, const TensorView& q, const TensorView& positions,
                  std::span<const KvSegment> segments, const AttentionSpec& spec, const TensorView& out);
 
