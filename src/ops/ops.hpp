@@ -9,7 +9,8 @@
 // - "Row tensors" are [rows, cols] (or [rows, heads, dim]): the last dims are contiguous, the row stride
 //   (strides[0]) may be larger than the row, so a column slice of a wider tensor is a valid operand.
 // - ids and positions are i32 [rows]; positions are absolute token positions in the stream.
-// - Outputs must not overlap inputs unless the op says so (add, scale and soft_cap allow out == input).
+// - Outputs must not overlap inputs, except that the row-wise ops (rms_norm, norm_rope, geglu, add, scale,
+//   soft_cap to bf16) accept out equal to an input (same data, shape and strides): they run in place.
 // - Every op keeps I1-I4: a row's bits depend only on that row's inputs (and for attention, on the keys
 // visible
 //   to it by absolute position), never on the row count, the row's index or the other rows.

@@ -1,0 +1,106 @@
+// Op entries for matmul, the elementwise ops and argmax: check operands, then call the typed launcher.
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/half.hpp"
+#include "ops/check.hpp"
+#include "ops/launch.hpp"
+
+namespace plumb::ops {
+
+Status matmul(Backend& backend, const TensorView& x, const Weight& weight, const TensorView& out) {
+  constexpr std::string_view where = "ops.matmul";
+  const Device device = backend.device();
+  PLUMB_TRY(check_weight(where, weight));
+  PLUMB_TRY(check_rows(where, "x", x, {DType::bf16}, {kAny, weight.in}, device));
+  PLUMB_TRY(check_rows(where, "out", out, {DType::bf16, DType::f32}, {x.dim(0), weight.out}, device));
+  PLUMB_TRY(check_disjoint(where, "out", out, "x", x));
+  backend.matmul(
+      {bf16_data(x), row_stride(x), weight_launch(weight), out.data, out.dtype, row_stride(out), x.dim(0)});
+  return {};
+}
+
+namespace {
+
+// a (and b when given) bf16 [rows, width]; out [rows, width] in one of out_dtypes, equal to or disjoint from
+// each bf16 input of its dtype.
+Result<RowsLaunch> rows_launch(std::string_view where, Device device, std::string_view a_name,
+                               const TensorView& a, std::string_view b_name, const TensorView* b,
+                               const TensorView& out, std::initializer_list<DType> out_dtypes, float factor) {
+  PLUMB_TRY(check_rows(where, a_name, a, {DType::bf16}, {kAny, kAny}, device));
+  const int64_t rows = a.dim(0), width = a.dim(1);
+  if (b != nullptr) PLUMB_TRY(check_rows(where, b_name, *b, {DType::bf16}, {rows, width}, device));
+  PLUMB_TRY(check_rows(where, "out", out, out_dtypes, {rows, width}, device));
+  if (out.dtype == DType::bf16) {
+    PLUMB_TRY(check_same_or_disjoint(where, "out", out, a_name, a));
+    if (b != nullptr) PLUMB_TRY(check_same_or_disjoint(where, "out", out, b_name, *b));
+  } else {
+    PLUMB_TRY(check_disjoint(where, "out", out, a_name, a));
+  }
+  return RowsLaunch{bf16_data(a),
+                    row_stride(a),
+                    b != nullptr ? bf16_data(*b) : nullptr,
+                    b != nullptr ? row_stride(*b) : 0,
+                    out.data,
+                    out.dtype,
+                    row_stride(out),
+                    rows,
+                    width,
+                    factor};
+}
+
+}  // namespace
+
+Status geglu(Backend& backend, const TensorView& gate, const TensorView& up, const TensorView& out) {
+  auto launch = rows_launch("ops.geglu", backend.device(), "gate", gate, "up", &up, out, {DType::bf16}, 0.0f);
+  if (!launch) return launch.error();
+  backend.geglu(*launch);
+  return {};
+}
+
+Status add(Backend& backend, const TensorView& a, const TensorView& b, const TensorView& out) {
+  auto launch = rows_launch("ops.add", backend.device(), "a", a, "b", &b, out, {DType::bf16}, 0.0f);
+  if (!launch) return launch.error();
+  backend.add(*launch);
+  return {};
+}
+
+Status scale(Backend& backend, const TensorView& x, float factor, const TensorView& out) {
+  constexpr std::string_view where = "ops.scale";
+  if (!std::isfinite(factor))
+    return error_at(where, "parameter", "factor", "is not finite", "a finite number",
+                    fmt::format("{}", factor));
+  auto launch =
+      rows_launch(where, backend.device(), "x", x, "", nullptr, out, {DType::bf16}, round_bf16(factor));
+  if (!launch) return launch.error();
+  backend.scale(*launch);
+  return {};
+}
+
+Status soft_cap(Backend& backend, const TensorView& x, float cap, const TensorView& out) {
+  constexpr std::string_view where = "ops.soft_cap";
+  if (!(cap > 0.0f) || !std::isfinite(cap))
+    return error_at(where, "parameter", "cap", "is not a positive finite number", "cap > 0",
+                    fmt::format("{}", cap));
+  auto launch =
+      rows_launch(where, backend.device(), "x", x, "", nullptr, out, {DType::bf16, DType::f32}, cap);
+  if (!launch) return launch.error();
+  backend.soft_cap(*launch);
+  return {};
+}
+
+Status argmax(Backend& backend, const TensorView& x, const TensorView& out) {
+  constexpr std::string_view where = "ops.argmax";
+  const Device device = backend.device();
+  PLUMB_TRY(check_rows(where, "x", x, {DType::bf16, DType::f32}, {kAny, kAny}, device));
+  if (x.dim(1) < 1 || x.dim(1) > INT32_MAX)
+    return error_at(where, "tensor", "x", "has a width no i32 index covers", "1 to 2^31 - 1 columns",
+                    std::to_string(x.dim(1)));
+  PLUMB_TRY(check_contiguous(where, "out", out, DType::i32, {x.dim(0)}, device));
+  PLUMB_TRY(check_disjoint(where, "out", out, "x", x));
+  backend.argmax({x.data, x.dtype, row_stride(x), out.as<int32_t>(), x.dim(0), x.dim(1)});
+  return {};
+}
+
+}  // namespace plumb::ops

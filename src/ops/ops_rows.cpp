@@ -1,0 +1,136 @@
+// Op entries for the row-wise ops: check operands, then call the backend's typed launcher.
+#include <fmt/format.h>
+
+#include "core/half.hpp"
+#include "ops/check.hpp"
+#include "ops/launch.hpp"
+
+namespace plumb::ops {
+
+Status embed_rows(Backend& backend, const TensorView& ids, const Weight& table, float scale,
+                  const TensorView& out) {
+  constexpr std::string_view where = "ops.embed_rows";
+  const Device device = backend.device();
+  PLUMB_TRY(check_weight(where, table));
+  if (table.format == Weight::Format::dense && table.dense.dtype != DType::bf16)
+    return error_at(where, "weight", table.name, "is not a bf16 or affine table", "bf16 or affine",
+                    dtype_name(table.dense.dtype));
+  PLUMB_TRY(check_contiguous(where, "ids", ids, DType::i32, {kAny}, device));
+  const int64_t rows = ids.dim(0);
+  PLUMB_TRY(check_rows(where, "out", out, {DType::bf16}, {rows, table.in}, device));
+  if (host_readable(ids)) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const int32_t id = ids.as<const int32_t>()[r];
+      if (id < 0 || id >= table.out)
+        return error_at(where, "tensor", "ids", fmt::format("holds an id out of range at row {}", r),
+                        fmt::format("0 <= id < {}", table.out), std::to_string(id));
+    }
+  }
+  backend.embed_rows({ids.as<const int32_t>(), weight_launch(table), round_bf16(scale), bf16_out(out),
+                      row_stride(out), rows});
+  return {};
+}
+
+namespace {
+
+// x, out: [rows, dim] or [rows, heads, dim]; weight: bf16 [dim] or nullptr.
+Result<RmsNormLaunch> norm_launch(std::string_view where, Device device, const TensorView& x,
+                                  const TensorView* weight, float eps, const TensorView& out) {
+  if (x.rank() != 2 && x.rank() != 3)
+    return error_at(where, "tensor", "x", "has the wrong rank", "[rows, dim] or [rows, heads, dim]",
+                    shape_string(x.shape));
+  const int64_t rows = x.dim(0);
+  const int64_t heads = x.rank() == 3 ? x.dim(1) : 1;
+  const int64_t dim = x.dim(-1);
+  if (x.rank() == 3) {
+    PLUMB_TRY(check_rows(where, "x", x, {DType::bf16}, {kAny, kAny, kAny}, device));
+    PLUMB_TRY(check_rows(where, "out", out, {DType::bf16}, {rows, heads, dim}, device));
+  } else {
+    PLUMB_TRY(check_rows(where, "x", x, {DType::bf16}, {kAny, kAny}, device));
+    PLUMB_TRY(check_rows(where, "out", out, {DType::bf16}, {rows, dim}, device));
+  }
+  PLUMB_TRY(check_same_or_disjoint(where, "out", out, "x", x));
+  if (weight != nullptr) PLUMB_TRY(check_contiguous(where, "weight", *weight, DType::bf16, {dim}, device));
+  if (!(eps >= 0.0f))
+    return error_at(where, "parameter", "eps", "is negative or NaN", "eps >= 0", fmt::format("{}", eps));
+  return RmsNormLaunch{bf16_data(x),
+                       row_stride(x),
+                       weight != nullptr ? bf16_data(*weight) : nullptr,
+                       bf16_out(out),
+                       row_stride(out),
+                       rows,
+                       heads,
+                       dim,
+                       eps};
+}
+
+Status check_positions(std::string_view where, Device device, const TensorView& positions, int64_t rows) {
+  PLUMB_TRY(check_contiguous(where, "positions", positions, DType::i32, {rows}, device));
+  if (host_readable(positions)) {
+    for (int64_t r = 0; r < rows; ++r) {
+      if (positions.as<const int32_t>()[r] < 0)
+        return error_at(where, "tensor", "positions", fmt::format("holds a negative position at row {}", r),
+                        "position >= 0", std::to_string(positions.as<const int32_t>()[r]));
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Status rms_norm(Backend& backend, const TensorView& x, const TensorView* weight, float eps,
+                const TensorView& out) {
+  auto launch = norm_launch("ops.rms_norm", backend.device(), x, weight, eps, out);
+  if (!launch) return launch.error();
+  backend.rms_norm(*launch);
+  return {};
+}
+
+Status norm_rope(Backend& backend, const TensorView& x, const TensorView* weight, float eps,
+                 const TensorView& positions, const RopeSpec& rope, const TensorView& out) {
+  constexpr std::string_view where = "ops.norm_rope";
+  if (x.rank() != 3)
+    return error_at(where, "tensor", "x", "has the wrong rank", "[rows, heads, head_dim]",
+                    shape_string(x.shape));
+  auto launch = norm_launch(where, backend.device(), x, weight, eps, out);
+  if (!launch) return launch.error();
+  if (rope.head_dim != x.dim(2) || rope.head_dim % 2 != 0)
+    return error_at(where, "parameter", "rope.head_dim", "disagrees with x",
+                    fmt::format("an even {}", x.dim(2)), std::to_string(rope.head_dim));
+  if (!(rope.theta > 0.0) || !(rope.factor > 0.0) ||
+      !(rope.partial_rotary_factor >= 0.0 && rope.partial_rotary_factor <= 1.0))
+    return error_at(where, "parameter", "rope", "has an invalid theta, factor or partial_rotary_factor",
+                    "theta > 0, factor > 0, 0 <= partial <= 1",
+                    fmt::format("{}, {}, {}", rope.theta, rope.factor, rope.partial_rotary_factor));
+  PLUMB_TRY(check_positions(where, backend.device(), positions, x.dim(0)));
+  const std::vector<float> inv_freq = rope_inv_freq(rope);
+  backend.norm_rope({*launch, positions.as<const int32_t>(), inv_freq.data()});
+  return {};
+}
+
+Status kv_write(Backend& backend, const KvView& kv, const TensorView& positions, const TensorView& keys,
+                const TensorView& values) {
+  constexpr std::string_view where = "ops.kv_write";
+  const Device device = backend.device();
+  PLUMB_TRY(check_rows(where, "keys", keys, {DType::bf16}, {kAny, kAny, kAny}, device));
+  const int64_t rows = keys.dim(0), kv_heads = keys.dim(1), head_dim = keys.dim(2);
+  PLUMB_TRY(check_rows(where, "values", values, {DType::bf16}, {rows, kv_heads, head_dim}, device));
+  PLUMB_TRY(check_contiguous(where, "kv.keys", kv.keys, DType::bf16, {kAny, kv_heads, head_dim}, device));
+  const int64_t capacity = kv.keys.dim(0);
+  PLUMB_TRY(
+      check_contiguous(where, "kv.values", kv.values, DType::bf16, {capacity, kv_heads, head_dim}, device));
+  if (rows > capacity)
+    return error_at(where, "tensor", "keys", "has more rows than the cache has slots",
+                    fmt::format("at most {} rows", capacity), std::to_string(rows));
+  PLUMB_TRY(check_positions(where, device, positions, rows));
+  for (const auto& [name, view] : {std::pair{"keys", &keys}, std::pair{"values", &values}}) {
+    PLUMB_TRY(check_disjoint(where, "kv.keys", kv.keys, name, *view));
+    PLUMB_TRY(check_disjoint(where, "kv.values", kv.values, name, *view));
+  }
+  backend.kv_write({bf16_out(kv.keys), bf16_out(kv.values), capacity, positions.as<const int32_t>(),
+                    bf16_data(keys), row_stride(keys), bf16_data(values), row_stride(values), rows, kv_heads,
+                    head_dim});
+  return {};
+}
+
+}  // namespace plumb::ops
