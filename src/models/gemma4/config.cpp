@@ -91,13 +91,14 @@ Result<ops::RopeSpec> rope_for(const FieldReader& text, const std::string& type,
   PLUMB_TRY_ASSIGN(rope_type, params.string("rope_type", "default"));
   PLUMB_TRY_ASSIGN(theta, params.number("rope_theta", spec.theta));
   PLUMB_TRY_ASSIGN(factor, params.number("factor", 1.0));
-  if (factor != 1.0)
-    return refuse(params.where(), params.name("factor"), "RoPE frequency scaling", "1.0",
-                  fmt::format("{}", factor));
+  if (!(factor > 0.0))
+    return error_at(params.where(), "field", params.name("factor"), "is out of range", "> 0",
+                    fmt::format("{}", factor));
   spec.theta = theta;
   if (rope_type == "default") {
-    spec.partial_rotary_factor = 1.0;  // transformers' default RoPE rotates the whole head
+    spec.partial_rotary_factor = 1.0;  // transformers' default RoPE rotates the whole head, unscaled
   } else if (rope_type == "proportional") {
+    spec.factor = factor;
     PLUMB_TRY_ASSIGN(partial, params.number("partial_rotary_factor", 1.0));
     if (!(partial > 0.0 && partial <= 1.0))
       return error_at(params.where(), "field", params.name("partial_rotary_factor"), "is out of range",
