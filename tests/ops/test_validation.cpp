@@ -1,0 +1,135 @@
+// Malformed operands are refused with the op and the tensor named; strided row slices are accepted.
+#include "cpu/cpu_backend.hpp"
+#include "ops/affine.hpp"
+#include "ops_test_util.hpp"
+
+namespace plumb::ops {
+namespace {
+
+using testing::Values;
+
+class Validation : public ::testing::Test {
+ protected:
+  void expect_error(const Status& status, const std::string& message) {
+    ASSERT_FALSE(status.ok()) << "expected the error: " << message;
+    EXPECT_EQ(status.error().message, message);
+  }
+  std::unique_ptr<Backend> backend = cpu::make_cpu_backend(2);
+};
+
+TEST_F(Validation, MatmulNamesTheWrongInput) {
+  DeviceTensor w = testing::device_bf16(*backend, Values(8 * 64, 0.5), {8, 64});
+  const Weight weight = Weight::make_dense("q_proj", w.view);
+  DeviceTensor x_f32 = testing::device_zeros(*backend, DType::f32, {3, 64});
+  DeviceTensor out = testing::device_zeros(*backend, DType::bf16, {3, 8});
+  expect_error(matmul(*backend, x_f32.view, weight, out.view),
+               "ops.matmul: tensor 'x' has the wrong dtype; expected bf16, got f32");
+  DeviceTensor x_narrow = testing::device_zeros(*backend, DType::bf16, {3, 32});
+  expect_error(matmul(*backend, x_narrow.view, weight, out.view),
+               "ops.matmul: tensor 'x' has the wrong shape; expected [*, 64], got [3, 32]");
+  DeviceTensor x = testing::device_zeros(*backend, DType::bf16, {3, 64});
+  DeviceTensor out_wide = testing::device_zeros(*backend, DType::bf16, {3, 9});
+  expect_error(matmul(*backend, x.view, weight, out_wide.view),
+               "ops.matmul: tensor 'out' has the wrong shape; expected [3, 8], got [3, 9]");
+}
+
+TEST_F(Validation, AffineWeightsWithTheWrongPackingAreRefusedByName) {
+  std::vector<uint32_t> packed(8 * 16);
+  std::vector<uint16_t> groups(8 * 2);
+  const auto make = [&](int64_t words, int bits, int group, int64_t group_count) {
+    return Weight::make_affine(
+        "layers.0.mlp.down_proj", 128, TensorView::contiguous(packed.data(), DType::u32, {8, words}),
+        TensorView::contiguous(groups.data(), DType::bf16, {8, group_count}),
+        TensorView::contiguous(groups.data(), DType::bf16, {8, group_count}), bits, group);
+  };
+  EXPECT_TRUE(check_weight("load", make(16, 4, 64, 2)).ok());
+  expect_error(
+      check_weight("load", make(16, 3, 64, 2)),
+      "load: tensor 'layers.0.mlp.down_proj.weight' disagrees with the declared bits and input width; "
+      "expected [8, 12] for 3 bits over 128 inputs, got [8, 16]");
+  expect_error(check_weight("load", make(16, 7, 64, 2)),
+               "load: weight 'layers.0.mlp.down_proj' has unsupported affine bits; expected 2, 3, 4, 5, 6 or "
+               "8, got 7");
+  expect_error(check_weight("load", make(16, 4, 48, 2)),
+               "load: weight 'layers.0.mlp.down_proj' has an unsupported affine group; expected 32, 64 or "
+               "128, got 48");
+  expect_error(
+      check_weight("load", make(16, 4, 32, 2)),
+      "load: tensor 'layers.0.mlp.down_proj.scales' has the wrong shape; expected [8, 4], got [8, 2]");
+}
+
+TEST_F(Validation, EmbeddingIdsOutOfRangeAreRefusedByRow) {
+  DeviceTensor table = testing::device_bf16(*backend, Values(10 * 32, 1.0), {10, 32});
+  DeviceTensor ids = testing::device_i32(*backend, {1, 9, 10});
+  DeviceTensor out = testing::device_zeros(*backend, DType::bf16, {3, 32});
+  expect_error(
+      embed_rows(*backend, ids.view, Weight::make_dense("embed_tokens", table.view), 62.0f, out.view),
+      "ops.embed_rows: tensor 'ids' holds an id out of range at row 2; expected 0 <= id < 10, got 10");
+}
+
+TEST_F(Validation, AttentionRefusesRowsWhoseKeysLeftTheRing) {
+  DeviceTensor keys = testing::device_zeros(*backend, DType::bf16, {4, 1, 16});
+  DeviceTensor values = testing::device_zeros(*backend, DType::bf16, {4, 1, 16});
+  DeviceTensor q = testing::device_zeros(*backend, DType::bf16, {2, 2, 16});
+  DeviceTensor positions = testing::device_i32(*backend, {8, 9});
+  DeviceTensor out = testing::device_zeros(*backend, DType::bf16, {2, 2, 16});
+  const KvSegment segment{0, 2, {keys.view, values.view, 10}};
+  // Cached positions are 6..9; a window of 4 lets row 1 (position 9) see 6..9 but row 0 needs 5..8.
+  expect_error(
+      attention(*backend, q.view, positions.view, {&segment, 1}, {4, 1.0f}, out.view),
+      "ops.attention: tensor 'positions' needs keys missing from segment 0's cache at row 0; expected keys "
+      "5..8 within the cached 6..9, got position 8");
+  EXPECT_TRUE(attention(*backend, q.view, positions.view, {&segment, 1}, {3, 1.0f}, out.view).ok());
+  const KvSegment short_segment{0, 1, {keys.view, values.view, 10}};
+  expect_error(attention(*backend, q.view, positions.view, {&short_segment, 1}, {3, 1.0f}, out.view),
+               "ops.attention: parameter 'segments' do not cover the query rows; expected 2, got 1");
+}
+
+TEST_F(Validation, NormsNameTheirWeightAndRopeShape) {
+  DeviceTensor x = testing::device_zeros(*backend, DType::bf16, {2, 3, 16});
+  DeviceTensor w = testing::device_zeros(*backend, DType::bf16, {15});
+  DeviceTensor positions = testing::device_i32(*backend, {0, 1});
+  expect_error(rms_norm(*backend, x.view, &w.view, 1e-6f, x.view),
+               "ops.rms_norm: tensor 'weight' has the wrong shape; expected [16], got [15]");
+  expect_error(norm_rope(*backend, x.view, nullptr, 1e-6f, positions.view, {10000.0, 32, 1.0, 1.0}, x.view),
+               "ops.norm_rope: parameter 'rope.head_dim' disagrees with x; expected an even 16, got 32");
+}
+
+TEST_F(Validation, PartlyOverlappingOutputsAndStridedInnerDimsAreRefused) {
+  DeviceTensor a = testing::device_zeros(*backend, DType::bf16, {4, 8});
+  TensorView shifted = a.view;
+  shifted.data = a.view.as<uint16_t>() + 1;
+  shifted.shape = {3, 8};
+  TensorView first_rows = a.view;
+  first_rows.shape = {3, 8};
+  expect_error(
+      add(*backend, first_rows, first_rows, shifted),
+      "ops.add: tensor 'out' partly overlaps an input; expected exactly 'a' or no bytes shared with it, got "
+      "a partial overlap");
+  TensorView columns = a.view;
+  columns.shape = {4, 4};
+  columns.strides = {8, 2};
+  DeviceTensor out = testing::device_zeros(*backend, DType::bf16, {4, 4});
+  expect_error(scale(*backend, columns, 2.0f, out.view),
+               "ops.scale: tensor 'x' has non-contiguous rows; expected strides ending [1], got [8, 2]");
+}
+
+TEST_F(Validation, ARowSliceOfAWiderTensorGivesTheSameRowsAsAContiguousCopy) {
+  const Values wide = testing::random_bf16(5, 4 * 24, -3, 3);
+  DeviceTensor wide_tensor = testing::device_bf16(*backend, wide, {4, 24});
+  TensorView right = wide_tensor.view;
+  right.data = wide_tensor.view.as<uint16_t>() + 8;
+  right.shape = {4, 16};
+  Values copy;
+  for (int r = 0; r < 4; ++r) copy.insert(copy.end(), wide.begin() + r * 24 + 8, wide.begin() + r * 24 + 24);
+  DeviceTensor copy_tensor = testing::device_bf16(*backend, copy, {4, 16});
+  DeviceTensor from_slice = testing::device_zeros(*backend, DType::bf16, {4, 16});
+  DeviceTensor from_copy = testing::device_zeros(*backend, DType::bf16, {4, 16});
+  ASSERT_TRUE(rms_norm(*backend, right, nullptr, 1e-6f, from_slice.view).ok());
+  ASSERT_TRUE(rms_norm(*backend, copy_tensor.view, nullptr, 1e-6f, from_copy.view).ok());
+  EXPECT_EQ(testing::download_bytes(*backend, from_slice.view),
+            testing::download_bytes(*backend, from_copy.view));
+}
+
+}  // namespace
+}  // namespace plumb::ops
