@@ -89,9 +89,39 @@ AffineTensor affine_quantize(std::span<const float> w, int64_t out, int64_t in, 
 
 void affine_dequantize_row(const uint32_t* packed_row, const uint16_t* scales_row, const uint16_t* biases_row,
                            int64_t in, int bits, int group, float* values) {
-  for (int64_t j = 0; j < in; ++j) {
-    const int64_t g = j / group;
-    values[j] = affine_value(scales_row[g], biases_row[g], affine_code(packed_row, j, bits));
+  if (32 % bits == 0) {
+    // 2, 4 and 8 bits: whole codes per word, and each group spans whole words.
+    const int per_word = 32 / bits;
+    const uint32_t word_mask = (1u << bits) - 1u;
+    for (int64_t first = 0; first < in; first += group) {
+      const float scale = bf16_to_f32(scales_row[first / group]);
+      const float bias = bf16_to_f32(biases_row[first / group]);
+      for (int64_t j = first; j < first + group; j += per_word) {
+        const uint32_t word = packed_row[j / per_word];
+        for (int k = 0; k < per_word; ++k)
+          values[j + k] = round_bf16(scale * static_cast<float>((word >> (k * bits)) & word_mask) + bias);
+      }
+    }
+    return;
+  }
+  // 3, 5 and 6 bits: stream the row's bits through a 64-bit buffer, a word at a time.
+  const uint64_t mask = (1u << bits) - 1u;
+  uint64_t buffer = 0;
+  int held = 0;
+  const uint32_t* next_word = packed_row;
+  for (int64_t first = 0; first < in; first += group) {
+    const float scale = bf16_to_f32(scales_row[first / group]);
+    const float bias = bf16_to_f32(biases_row[first / group]);
+    for (int64_t j = first; j < first + group; ++j) {
+      if (held < bits) {
+        buffer |= static_cast<uint64_t>(*next_word++) << held;
+        held += 32;
+      }
+      const auto code = static_cast<float>(buffer & mask);
+      buffer >>= bits;
+      held -= bits;
+      values[j] = round_bf16(scale * code + bias);
+    }
   }
 }
 
