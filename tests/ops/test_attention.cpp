@@ -61,6 +61,28 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Attention,
                                            AttentionCase{8, 1, 64, 0, 33, 1.0f},
                                            AttentionCase{4, 4, 16, 5, 29, 0.25f}));
 
+TEST(AttentionStress, EqualScoresWeighEveryKeyByBf16OfOneOverTheCount) {
+  // q = 0 gives equal scores, so every weight is bf16(1/keys); the values cancel pairwise except the last.
+  auto backend = cpu::make_cpu_backend(2);
+  const AttentionCase c{2, 1, 16, 0, 7, 1.0f};
+  testing::StreamInputs in{Values(c.tokens * c.heads * c.dim, 0.0),
+                           testing::random_bf16(1, c.tokens * c.dim, -1, 1), Values(c.tokens * c.dim)};
+  for (int64_t t = 0; t < c.tokens; ++t)
+    for (int64_t d = 0; d < c.dim; ++d)
+      in.values[t * c.dim + d] = (t % 2 == 0 ? 1.0 : -1.0) * std::ldexp(1.0, 20) * (d + 1);
+  const Values got = testing::bytes_to_values(testing::run_stream(*backend, c, in, c.tokens));
+  for (int64_t t = 0; t < c.tokens; ++t) {
+    const double weight = reference::round_bf16(1.0 / static_cast<double>(t + 1));
+    for (int64_t d = 0; d < c.dim; ++d) {
+      const double expected =
+          reference::round_bf16(t % 2 == 0 ? weight * std::ldexp(1.0, 20) * (d + 1) : 0.0);
+      for (int64_t h = 0; h < c.heads; ++h)
+        ASSERT_EQ(got[(t * c.heads + h) * c.dim + d], expected)
+            << "token " << t << " head " << h << " dim " << d;
+    }
+  }
+}
+
 TEST(AttentionSegments, RowsOfTwoStreamsInOneCallEqualEachStreamAlone) {
   auto backend = cpu::make_cpu_backend(2);
   const AttentionCase c{4, 2, 32, 6, 12, 1.0f};
