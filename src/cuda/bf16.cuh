@@ -1,0 +1,26 @@
+#pragma once
+// bf16 bits <-> f32 on the device, bit-identical to core/half.hpp (quiet NaN keeps its sign and top payload
+// bits).
+#include <cstdint>
+
+namespace plumb::cuda {
+
+__device__ __forceinline__ float bf16_value(uint16_t bits) {
+  return __uint_as_float(static_cast<uint32_t>(bits) << 16);
+}
+
+__device__ __forceinline__ uint16_t bf16_bits(float value) {
+  const uint32_t bits = __float_as_uint(value);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x0040u);
+  return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
+__device__ __forceinline__ float round_bf16(float value) {
+  return bf16_value(bf16_bits(value));
+}
+
+inline unsigned blocks_for(int64_t items, int per_block) {
+  return static_cast<unsigned>((items + per_block - 1) / per_block);
+}
+
+}  // namespace plumb::cuda

@@ -1,0 +1,195 @@
+#include "cuda/cuda_backend.hpp"
+
+#include <fmt/format.h>
+
+#include "cuda/check.hpp"
+#include "cuda/launch_args.hpp"
+#include "cuda/launchers.hpp"
+
+namespace plumb::cuda {
+
+namespace {
+
+Status check_pair(std::string_view where, const TensorView& from, const TensorView& to) {
+  if (from.dtype != to.dtype || from.shape != to.shape)
+    return error_at(where, "tensor", "to", "differs from the source",
+                    fmt::format("{} {}", dtype_name(from.dtype), shape_string(from.shape)),
+                    fmt::format("{} {}", dtype_name(to.dtype), shape_string(to.shape)));
+  if (!from.is_contiguous() || !to.is_contiguous())
+    return error_at(where, "tensor", from.is_contiguous() ? "to" : "from", "is not contiguous", "contiguous",
+                    "strided");
+  if (from.elements() > 0 && (from.data == nullptr || to.data == nullptr))
+    return error_at(where, "tensor", from.data == nullptr ? "from" : "to", "has no data", "a pointer",
+                    "null");
+  return {};
+}
+
+Status check_device(std::string_view where, std::string_view name, const TensorView& view, Device device) {
+  if (view.device == device) return {};
+  return error_at(where, "tensor", name, "is on the wrong device", device_name(device),
+                  device_name(view.device));
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend(DeviceInfo info, Stream stream)
+    : info_(std::move(info)), stream_(std::move(stream)), arena_(std::make_shared<Arena>(info_.index)) {}
+
+CudaBackend::~CudaBackend() {
+  cudaStreamSynchronize(stream_.get());
+  if (scratch_ != nullptr) arena_->release(scratch_);
+}
+
+Result<std::unique_ptr<CudaBackend>> CudaBackend::create(int device) {
+  auto info = select_device(device);
+  if (!info) return info.error();
+  auto stream = Stream::create();
+  if (!stream) return stream.error();
+  return std::unique_ptr<CudaBackend>(new CudaBackend(std::move(*info), std::move(*stream)));
+}
+
+Result<std::unique_ptr<ops::Backend>> make_cuda_backend(int device) {
+  auto backend = CudaBackend::create(device);
+  if (!backend) return backend.error();
+  return std::unique_ptr<ops::Backend>(std::move(*backend));
+}
+
+Result<ops::DeviceTensor> CudaBackend::allocate(DType dtype, Shape shape) {
+  for (int64_t extent : shape)
+    if (extent < 0)
+      return error_at("cuda.allocate", "shape", shape_string(shape), "has a negative extent", "extents >= 0",
+                      std::to_string(extent));
+  const size_t bytes = static_cast<size_t>(shape_elements(shape)) * dtype_size(dtype);
+  auto pointer = arena_->allocate(bytes);
+  if (!pointer) return pointer.error();
+  std::shared_ptr<Arena> arena = arena_;
+  ops::DeviceTensor tensor{TensorView::contiguous(*pointer, dtype, std::move(shape), device()), nullptr};
+  tensor.storage = std::shared_ptr<void>(*pointer, [arena](void* block) { arena->release(block); });
+  return tensor;
+}
+
+Status CudaBackend::upload(const TensorView& host, const TensorView& device_tensor) {
+  constexpr std::string_view where = "cuda.upload";
+  PLUMB_TRY(check_pair(where, host, device_tensor));
+  PLUMB_TRY(check_device(where, "device_tensor", device_tensor, device()));
+  if (host.bytes() == 0) return {};
+  PLUMB_CUDA_TRY(where, cudaSetDevice(info_.index));
+  PLUMB_CUDA_TRY(where, cudaMemcpyAsync(device_tensor.data, host.data, host.bytes(), cudaMemcpyHostToDevice,
+                                        stream_.get()));
+  // A copy from pageable memory returns once the host bytes are staged; from page-locked memory it may still
+  // be reading them, so wait before the caller reuses its buffer.
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, host.data) == cudaSuccess &&
+      attributes.type == cudaMemoryTypeHost)
+    return stream_.synchronize();
+  (void)cudaGetLastError();
+  return {};
+}
+
+Status CudaBackend::download(const TensorView& device_tensor, const TensorView& host) {
+  constexpr std::string_view where = "cuda.download";
+  PLUMB_TRY(check_pair(where, device_tensor, host));
+  PLUMB_TRY(check_device(where, "device_tensor", device_tensor, device()));
+  if (failed()) return *failure_;
+  if (host.bytes() > 0) {
+    PLUMB_CUDA_TRY(where, cudaSetDevice(info_.index));
+    PLUMB_CUDA_TRY(where, cudaMemcpyAsync(host.data, device_tensor.data, host.bytes(), cudaMemcpyDeviceToHost,
+                                          stream_.get()));
+  }
+  return synchronize();
+}
+
+Status CudaBackend::copy(const TensorView& from, const TensorView& to) {
+  constexpr std::string_view where = "cuda.copy";
+  PLUMB_TRY(check_pair(where, from, to));
+  PLUMB_TRY(check_device(where, "from", from, device()));
+  PLUMB_TRY(check_device(where, "to", to, device()));
+  if (from.bytes() == 0 || from.data == to.data) return {};
+  PLUMB_CUDA_TRY(where,
+                 cudaMemcpyAsync(to.data, from.data, from.bytes(), cudaMemcpyDeviceToDevice, stream_.get()));
+  return {};
+}
+
+Status CudaBackend::synchronize() {
+  if (failed()) {
+    Error error = *failure_;
+    failure_.reset();
+    return error;
+  }
+  return stream_.synchronize();
+}
+
+bool CudaBackend::check_launch(std::string_view op, cudaError_t code) {
+  if (code == cudaSuccess) return true;
+  if (!failed()) {
+    (void)cudaGetLastError();
+    failure_ = error_at(fmt::format("cuda.{}", op), "call", "kernel launch", "failed", "cudaSuccess",
+                        fmt::format("{} ({})", cudaGetErrorName(code), cudaGetErrorString(code)));
+  }
+  return false;
+}
+
+void* CudaBackend::scratch(std::string_view op, size_t bytes) {
+  if (bytes <= scratch_bytes_) return scratch_;
+  if (scratch_ != nullptr) arena_->release(scratch_);
+  scratch_ = nullptr;
+  scratch_bytes_ = 0;
+  auto block = arena_->allocate(bytes);
+  if (!block) {
+    if (!failed())
+      failure_ = Error{fmt::format("cuda.{}: scratch of {} bytes: {}", op, bytes, block.error().message)};
+    return nullptr;
+  }
+  scratch_ = *block;
+  scratch_bytes_ = bytes;
+  return scratch_;
+}
+
+void CudaBackend::embed_rows(const ops::EmbedLaunch& launch) {
+  if (!failed()) check_launch("embed_rows", launch_embed_rows(embed_args(launch), stream_.get()));
+}
+void CudaBackend::rms_norm(const ops::RmsNormLaunch& launch) {
+  if (!failed()) check_launch("rms_norm", launch_rms_norm(norm_args(launch), stream_.get()));
+}
+void CudaBackend::norm_rope(const ops::NormRopeLaunch& launch) {
+  if (!failed()) check_launch("norm_rope", launch_norm_rope(norm_rope_args(launch), stream_.get()));
+}
+void CudaBackend::kv_write(const ops::KvWriteLaunch& launch) {
+  if (!failed()) check_launch("kv_write", launch_kv_write(kv_write_args(launch), stream_.get()));
+}
+void CudaBackend::geglu(const ops::RowsLaunch& launch) {
+  if (!failed()) check_launch("geglu", launch_geglu(rows_args(launch), stream_.get()));
+}
+void CudaBackend::add(const ops::RowsLaunch& launch) {
+  if (!failed()) check_launch("add", launch_add(rows_args(launch), stream_.get()));
+}
+void CudaBackend::scale(const ops::RowsLaunch& launch) {
+  if (!failed()) check_launch("scale", launch_scale(rows_args(launch), stream_.get()));
+}
+void CudaBackend::soft_cap(const ops::RowsLaunch& launch) {
+  if (!failed()) check_launch("soft_cap", launch_soft_cap(rows_args(launch), stream_.get()));
+}
+void CudaBackend::argmax(const ops::ArgmaxLaunch& launch) {
+  if (!failed()) check_launch("argmax", launch_argmax(argmax_args(launch), stream_.get()));
+}
+
+void CudaBackend::matmul(const ops::MatmulLaunch& launch) {
+  if (failed()) return;
+  const MatmulArgs args = matmul_args(launch);
+  const size_t bytes = matmul_scratch_bytes(args);
+  void* area = bytes > 0 ? scratch("matmul", bytes) : nullptr;
+  if (bytes > 0 && area == nullptr) return;
+  check_launch("matmul", launch_matmul(args, area, stream_.get()));
+}
+
+void CudaBackend::attention(const ops::AttentionLaunch& launch) {
+  if (failed() || launch.rows == 0) return;
+  std::vector<AttentionSegmentArgs> segments;
+  const AttentionArgs args = attention_args(launch, segments);
+  const size_t bytes = std::max(attention_scratch_bytes(args), scratch_bytes_);
+  void* area = scratch("attention", bytes);
+  if (area == nullptr) return;
+  check_launch("attention", launch_attention(args, area, bytes, stream_.get()));
+}
+
+}  // namespace plumb::cuda

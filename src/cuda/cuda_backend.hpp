@@ -1,0 +1,66 @@
+#pragma once
+// The CUDA backend: one device, one stream that every op, upload and download is queued on (so memory
+// released to the arena is only reused behind its last use), and an arena for all tensors and kernel scratch.
+// Launchers cannot return a Status, so the first failed launch is kept, later launches are skipped, and the
+// failure is returned by the next synchronize() or download().
+#include <memory>
+#include <optional>
+
+#include "cuda/arena.hpp"
+#include "cuda/device.hpp"
+#include "cuda/stream.hpp"
+#include "ops/backend.hpp"
+
+namespace plumb::cuda {
+
+class CudaBackend final : public ops::Backend {
+ public:
+  // Selects GPU `device` (refusing one this build has no code for) and creates its stream and arena.
+  static Result<std::unique_ptr<CudaBackend>> create(int device = 0);
+  ~CudaBackend() override;
+
+  std::string_view name() const override { return "cuda"; }
+  Device device() const override { return Device{DeviceKind::cuda, info_.index}; }
+
+  Result<ops::DeviceTensor> allocate(DType dtype, Shape shape) override;
+  Status upload(const TensorView& host, const TensorView& device_tensor) override;
+  Status download(const TensorView& device_tensor, const TensorView& host) override;
+  Status copy(const TensorView& from, const TensorView& to) override;
+  Status synchronize() override;
+
+  void embed_rows(const ops::EmbedLaunch& launch) override;
+  void rms_norm(const ops::RmsNormLaunch& launch) override;
+  void norm_rope(const ops::NormRopeLaunch& launch) override;
+  void kv_write(const ops::KvWriteLaunch& launch) override;
+  void attention(const ops::AttentionLaunch& launch) override;
+  void matmul(const ops::MatmulLaunch& launch) override;
+  void geglu(const ops::RowsLaunch& launch) override;
+  void add(const ops::RowsLaunch& launch) override;
+  void scale(const ops::RowsLaunch& launch) override;
+  void soft_cap(const ops::RowsLaunch& launch) override;
+  void argmax(const ops::ArgmaxLaunch& launch) override;
+
+  const DeviceInfo& info() const { return info_; }
+  cudaStream_t stream() const { return stream_.get(); }
+  const Arena& arena() const { return *arena_; }
+
+ private:
+  CudaBackend(DeviceInfo info, Stream stream);
+  // Records the first failure; returns whether launches may go on.
+  bool check_launch(std::string_view op, cudaError_t code);
+  bool failed() const { return failure_.has_value(); }
+  // Device scratch of at least `bytes`, kept between ops and grown when needed.
+  void* scratch(std::string_view op, size_t bytes);
+
+  DeviceInfo info_;
+  Stream stream_;
+  std::shared_ptr<Arena> arena_;
+  void* scratch_ = nullptr;
+  size_t scratch_bytes_ = 0;
+  std::optional<Error> failure_;
+};
+
+// The backend as the op set sees it (for factories that choose a backend by name).
+Result<std::unique_ptr<ops::Backend>> make_cuda_backend(int device = 0);
+
+}  // namespace plumb::cuda

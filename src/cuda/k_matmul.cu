@@ -1,0 +1,261 @@
+// out = x · Wᵀ with bf16 tensor-core products and fp32 accumulation (mma.sync m16n8k16): each output element
+// sums its k16 steps in ascending order within a K split, and the splits are added in split order (t = a0; t
+// += a1 ...), then rounded once to bf16 (or kept f32). The K splits come from the weight shape alone; the row
+// tile only decides how many rows share a block, and whether one block or several run a row's splits changes
+// no bit (the same sums in the same order), so a row's bits never depend on the row count (I1). Affine
+// weights are dequantized in the kernel to bf16(scale * q + bias) (k_matmul_tiles.cuh); f16 and f32 weights
+// go to k_matmul_simt.cu.
+#include <algorithm>
+
+#include "cuda/k_matmul_tiles.cuh"
+#include "cuda/launchers.hpp"
+
+namespace plumb::cuda {
+
+cudaError_t launch_matmul_simt(const MatmulArgs& launch, cudaStream_t stream);
+
+namespace matmul {
+
+namespace {
+
+constexpr int64_t kTargetBlocks = 256;
+constexpr int64_t kMinTilesPerSplit = 4;
+
+template <class L, int kBits>
+__device__ void run_split(const Params& p, char* shared, float (&acc)[L::kMTiles][L::kNTiles][4], int64_t m0,
+                          int64_t n0, int64_t kt0, int64_t kt1, int warp_m, int warp_n) {
+  uint4* dequantized = reinterpret_cast<uint4*>(shared + L::kStages * L::kStageBytes);
+  const auto load = [&](int slot, int64_t kt) {
+    char* stage = shared + slot * L::kStageBytes;
+    load_rows<16 * L::kWarpsM * L::kMTiles>(reinterpret_cast<uint4*>(stage), p.x, p.x_stride, p.rows, p.k, m0,
+                                            kt * kTileK, p.x_vector);
+    if constexpr (kBits == 0) {
+      load_rows<kTileN>(reinterpret_cast<uint4*>(stage + L::kABytes), p.dense, p.k, p.n, p.k, n0, kt * kTileK,
+                        p.dense_vector);
+    } else {
+      load_affine<kBits>(stage + L::kABytes, p, n0, kt);
+    }
+  };
+  const int64_t tiles = kt1 - kt0;
+  for (int s = 0; s < L::kStages - 1; ++s) {
+    if (s < tiles) load(s, kt0 + s);
+    copy_commit();
+  }
+  for (int64_t t = 0; t < tiles; ++t) {
+    copy_wait<L::kStages - 2>();
+    __syncthreads();
+    const char* stage = shared + (t % L::kStages) * L::kStageBytes;
+    const uint4* b_tile = reinterpret_cast<const uint4*>(stage + L::kABytes);
+    if constexpr (kBits != 0) {
+      dequantize<kBits>(stage + L::kABytes, dequantized, p, n0, kt0 + t);
+      __syncthreads();
+      b_tile = dequantized;
+    }
+    const int64_t next = t + L::kStages - 1;
+    if (next < tiles) load(static_cast<int>(next % L::kStages), kt0 + next);
+    copy_commit();
+    multiply<L>(reinterpret_cast<const uint4*>(stage), b_tile, acc, warp_m, warp_n);
+  }
+  copy_wait<0>();
+  __syncthreads();
+}
+
+template <int kRowsTile, int kBits>
+__global__ void __launch_bounds__(kThreads) matmul_kernel(Params p) {
+  using L = Layout<kRowsTile, kBits>;
+  extern __shared__ __align__(128) char shared[];
+  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * kTileN;
+  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kRowsTile;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warp_m = warp / L::kWarpsN, warp_n = warp % L::kWarpsN;
+  float total[L::kMTiles][L::kNTiles][4];
+  const int first = p.cross ? static_cast<int>(blockIdx.z) : 0;
+  const int last = p.cross ? first + 1 : p.splits;
+  for (int split = first; split < last; ++split) {
+    float acc[L::kMTiles][L::kNTiles][4] = {};
+    const int64_t kt0 = split * p.tiles_per_split;
+    run_split<L, kBits>(p, shared, acc, m0, n0, kt0, min(kt0 + p.tiles_per_split, p.k_tiles), warp_m, warp_n);
+#pragma unroll
+    for (int mt = 0; mt < L::kMTiles; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < L::kNTiles; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          total[mt][nt][e] = split == first ? acc[mt][nt][e] : total[mt][nt][e] + acc[mt][nt][e];
+  }
+  const bool to_partial = p.cross && p.splits > 1;
+#pragma unroll
+  for (int mt = 0; mt < L::kMTiles; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < L::kNTiles; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int64_t row = m0 + warp_m * L::kWarpRows + mt * 16 + lane / 4 + (e / 2) * 8;
+        const int64_t col = n0 + warp_n * L::kWarpCols + nt * 8 + (lane % 4) * 2 + e % 2;
+        if (row >= p.rows || col >= p.n) continue;
+        const float value = total[mt][nt][e];
+        if (to_partial) {
+          p.partial[(blockIdx.z * p.rows + row) * p.n + col] = value;
+        } else if (p.out_f32) {
+          static_cast<float*>(p.out)[row * p.out_stride + col] = value;
+        } else {
+          static_cast<uint16_t*>(p.out)[row * p.out_stride + col] = bf16_bits(value);
+        }
+      }
+}
+
+// t = partial[0]; t += partial[s] for s = 1.. in order; the same additions a single block makes.
+__global__ void reduce_kernel(Params p) {
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  const int64_t row = blockIdx.y;
+  if (col >= p.n) return;
+  float total = p.partial[row * p.n + col];
+  for (int s = 1; s < p.splits; ++s) total = total + p.partial[(s * p.rows + row) * p.n + col];
+  if (p.out_f32) {
+    static_cast<float*>(p.out)[row * p.out_stride + col] = total;
+  } else {
+    static_cast<uint16_t*>(p.out)[row * p.out_stride + col] = bf16_bits(total);
+  }
+}
+
+struct Plan {
+  int64_t k_tiles, tiles_per_split, n_tiles, m_tiles;
+  int splits, rows_tile;
+  bool cross;
+};
+
+// Splits from the weight shape (n, k) alone; the row tile and cross-block choice only place work.
+Plan plan_for(int64_t rows, int64_t n, int64_t k) {
+  Plan plan{};
+  plan.k_tiles = (k + kTileK - 1) / kTileK;
+  plan.n_tiles = (n + kTileN - 1) / kTileN;
+  const int64_t wanted = (kTargetBlocks + plan.n_tiles - 1) / plan.n_tiles;
+  const int64_t most = std::max<int64_t>(1, plan.k_tiles / kMinTilesPerSplit);
+  const int64_t splits = std::clamp<int64_t>(wanted, 1, most);
+  plan.tiles_per_split = (plan.k_tiles + splits - 1) / splits;
+  plan.splits = static_cast<int>((plan.k_tiles + plan.tiles_per_split - 1) / plan.tiles_per_split);
+  plan.rows_tile = rows <= 16 ? 16 : rows <= 32 ? 32 : rows <= 64 ? 64 : 128;
+  plan.m_tiles = (rows + plan.rows_tile - 1) / plan.rows_tile;
+  plan.cross = plan.splits > 1 && plan.m_tiles * plan.n_tiles < kTargetBlocks;
+  return plan;
+}
+
+template <int kRowsTile, int kBits>
+cudaError_t run(const Params& p, const Plan& plan, cudaStream_t stream) {
+  using L = Layout<kRowsTile, kBits>;
+  auto kernel = matmul_kernel<kRowsTile, kBits>;
+  const cudaError_t code =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kSharedBytes);
+  if (code != cudaSuccess) return code;
+  const dim3 grid(static_cast<unsigned>(plan.n_tiles), static_cast<unsigned>(plan.m_tiles),
+                  plan.cross ? plan.splits : 1);
+  kernel<<<grid, kThreads, L::kSharedBytes, stream>>>(p);
+  return cudaGetLastError();
+}
+
+template <int kBits>
+cudaError_t run_bits(const Params& p, const Plan& plan, cudaStream_t stream) {
+  switch (plan.rows_tile) {
+    case 16:
+      return run<16, kBits>(p, plan, stream);
+    case 32:
+      return run<32, kBits>(p, plan, stream);
+    case 64:
+      return run<64, kBits>(p, plan, stream);
+    default:
+      return run<128, kBits>(p, plan, stream);
+  }
+}
+
+cudaError_t run_any(const Params& p, const Plan& plan, int bits, cudaStream_t stream) {
+  switch (bits) {
+    case 0:
+      return run_bits<0>(p, plan, stream);
+    case 2:
+      return run_bits<2>(p, plan, stream);
+    case 3:
+      return run_bits<3>(p, plan, stream);
+    case 4:
+      return run_bits<4>(p, plan, stream);
+    case 5:
+      return run_bits<5>(p, plan, stream);
+    case 6:
+      return run_bits<6>(p, plan, stream);
+    case 8:
+      return run_bits<8>(p, plan, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+bool aligned16(const void* pointer) {
+  return reinterpret_cast<uintptr_t>(pointer) % 16 == 0;
+}
+
+bool uses_tensor_cores(const MatmulArgs& launch) {
+  return launch.weight.affine || launch.weight.dense_kind == DenseKind::bf16;
+}
+
+}  // namespace
+
+}  // namespace matmul
+
+size_t matmul_scratch_bytes(const MatmulArgs& launch) {
+  if (!matmul::uses_tensor_cores(launch)) return 0;
+  const matmul::Plan plan = matmul::plan_for(launch.rows, launch.weight.out, launch.weight.in);
+  const int64_t rows_per_launch = std::min<int64_t>(launch.rows, int64_t{65535} * plan.rows_tile);
+  return plan.cross ? static_cast<size_t>(plan.splits) * rows_per_launch * launch.weight.out * sizeof(float)
+                    : 0;
+}
+
+cudaError_t launch_matmul(const MatmulArgs& launch, void* scratch, cudaStream_t stream) {
+  using namespace matmul;
+  if (launch.rows == 0) return cudaSuccess;
+  if (!uses_tensor_cores(launch)) return launch_matmul_simt(launch, stream);
+  const WeightArgs& weight = launch.weight;
+  Params p{};
+  p.x = launch.x;
+  p.x_stride = launch.x_stride;
+  p.n = weight.out;
+  p.k = weight.in;
+  p.out_f32 = launch.out_f32;
+  p.out_stride = launch.out_stride;
+  p.partial = static_cast<float*>(scratch);
+  p.x_vector = aligned16(launch.x) && launch.x_stride % 8 == 0 && p.k % 8 == 0;
+  if (weight.affine) {
+    if (reinterpret_cast<uintptr_t>(weight.scales) % 4 != 0 ||
+        reinterpret_cast<uintptr_t>(weight.biases) % 4 != 0)
+      return cudaErrorMisalignedAddress;
+    p.packed = weight.packed;
+    p.scales = weight.scales;
+    p.biases = weight.biases;
+    p.group = weight.group;
+  } else {
+    p.dense = static_cast<const uint16_t*>(weight.dense);
+    p.dense_vector = aligned16(weight.dense) && p.k % 8 == 0;
+  }
+  const size_t out_size = p.out_f32 ? 4 : 2;
+  // Grids hold at most 65535 row tiles, so very tall calls go in slabs (rows are independent).
+  for (int64_t first = 0; first < launch.rows;) {
+    Plan plan = plan_for(launch.rows - first, p.n, p.k);
+    plan.m_tiles = std::min<int64_t>(plan.m_tiles, 65535);
+    p.rows = std::min(launch.rows - first, plan.m_tiles * plan.rows_tile);
+    p.x = launch.x + first * launch.x_stride;
+    p.out = static_cast<char*>(launch.out) + first * launch.out_stride * out_size;
+    p.k_tiles = plan.k_tiles;
+    p.tiles_per_split = plan.tiles_per_split;
+    p.splits = plan.splits;
+    p.cross = plan.cross;
+    cudaError_t code = run_any(p, plan, weight.affine ? weight.bits : 0, stream);
+    if (code != cudaSuccess) return code;
+    if (plan.cross) {
+      reduce_kernel<<<dim3(blocks_for(p.n, kThreads), static_cast<unsigned>(p.rows)), kThreads, 0, stream>>>(
+          p);
+      if ((code = cudaGetLastError()) != cudaSuccess) return code;
+    }
+    first += p.rows;
+  }
+  return cudaSuccess;
+}
+
+}  // namespace plumb::cuda

@@ -1,0 +1,190 @@
+#pragma once
+// The pieces of the tensor-core matmul (k_matmul.cu): tile layout, global-to-shared loads (bf16 x rows, dense
+// bf16 weights, MLX affine codes with their scales and biases), the in-kernel dequantization
+// w = bf16(scale * q + bias) (scale * q is exact in fp32, so one rounding of the sum, then bf16), and the
+// warp's mma over one 64-wide k tile (k16 steps in ascending order into each accumulator).
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "cuda/bf16.cuh"
+#include "cuda/mma.cuh"
+
+namespace plumb::cuda::matmul {
+
+constexpr int kTileN = 128;
+constexpr int kTileK = 64;
+constexpr int kThreads = 256;
+
+struct Params {
+  const uint16_t* x;
+  int64_t x_stride;
+  int64_t rows;
+  const uint16_t* dense;   // bf16 [n, k]
+  const uint32_t* packed;  // affine [n, k * bits / 32]
+  const uint16_t* scales;  // affine bf16 [n, k / group]
+  const uint16_t* biases;
+  int64_t n, k;
+  int group;
+  void* out;
+  bool out_f32;
+  int64_t out_stride;
+  float* partial;  // cross-block splits: fp32 [splits, rows, n]
+  int64_t k_tiles;
+  int64_t tiles_per_split;
+  int splits;
+  bool cross;         // one split per block (blockIdx.z); a reduce kernel adds the partials in split order
+  bool x_vector;      // x rows allow 16-byte copies
+  bool dense_vector;  // the dense weight allows 16-byte copies
+};
+
+// kRowsTile rows by kTileN outputs per block, eight warps; kBits 0 is a dense bf16 weight.
+template <int kRowsTile, int kBits>
+struct Layout {
+  static constexpr int kWarpsM = kRowsTile == 16 ? 1 : 2;
+  static constexpr int kWarpsN = 8 / kWarpsM;
+  static constexpr int kWarpRows = kRowsTile / kWarpsM;
+  static constexpr int kWarpCols = kTileN / kWarpsN;
+  static constexpr int kMTiles = kWarpRows / 16;
+  static constexpr int kNTiles = kWarpCols / 8;
+  static constexpr int kStages = kBits == 0 ? 4 : 6;
+  static constexpr int kABytes = kRowsTile * kTileK * 2;
+  static constexpr int kCodeWords = kTileN * 2 * kBits;  // two 32-element halves per row
+  static constexpr int kBBytes = kBits == 0 ? kTileN * kTileK * 2 : (kCodeWords + kTileN * 2 * 2) * 4;
+  static constexpr int kStageBytes = kABytes + kBBytes;
+  static constexpr int kDequantizedBytes = kBits == 0 ? 0 : kTileN * kTileK * 2;
+  static constexpr int kSharedBytes = kStages * kStageBytes + kDequantizedBytes;
+};
+
+// Eight consecutive bf16 values of one row, zeros past `left` or for an absent row.
+__device__ __forceinline__ uint4 gather8(const uint16_t* source, bool row_present, int64_t left) {
+  uint32_t half[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) half[e] = row_present && e < left ? source[e] : 0u;
+  return make_uint4(half[0] | half[1] << 16, half[2] | half[3] << 16, half[4] | half[5] << 16,
+                    half[6] | half[7] << 16);
+}
+
+// A [rows_tile, 64] bf16 tile of a row-major matrix into swizzled shared memory (zeros outside it).
+template <int kTileRows>
+__device__ __forceinline__ void load_rows(uint4* tile, const uint16_t* matrix, int64_t stride, int64_t rows,
+                                          int64_t cols, int64_t row0, int64_t col0, bool vector) {
+  for (int i = threadIdx.x; i < kTileRows * 8; i += kThreads) {
+    const int r = i / 8, c = i % 8;
+    const int64_t row = row0 + r, col = col0 + c * 8;
+    const bool present = row < rows && col < cols;
+    const uint16_t* source = matrix + (present ? row * stride + col : 0);
+    if (vector) {
+      copy16(tile + swizzled_chunk(r, c), source, present);
+    } else {
+      tile[swizzled_chunk(r, c)] = gather8(source, present, cols - col);
+    }
+  }
+}
+
+// The raw affine codes of a [128, 64] weight tile, plus the 4-byte words holding each half-row's scale and
+// bias.
+template <int kBits>
+__device__ __forceinline__ void load_affine(char* stage, const Params& p, int64_t n0, int64_t kt) {
+  uint32_t* codes = reinterpret_cast<uint32_t*>(stage);
+  uint32_t* scale_words = codes + kTileN * 2 * kBits;
+  uint32_t* bias_words = scale_words + kTileN * 2;
+  const int64_t row_words = p.k * kBits / 32;
+  for (int i = threadIdx.x; i < kTileN * 2 * kBits; i += kThreads) {
+    const int r = i / (2 * kBits), w = i % (2 * kBits);
+    const int64_t n = n0 + r;
+    const bool present = n < p.n && kt * kTileK + (w / kBits) * 32 < p.k;
+    copy4(codes + i, p.packed + (present ? n * row_words + kt * 2 * kBits + w : 0), present);
+  }
+  const int64_t groups = p.k / p.group;
+  const int64_t last = p.n * groups - 1;
+  for (int i = threadIdx.x; i < kTileN * 2; i += kThreads) {
+    const int64_t n = n0 + i / 2, k_half = kt * kTileK + (i % 2) * 32;
+    const bool present = n < p.n && k_half < p.k;
+    const int64_t e = present ? n * groups + k_half / p.group : 0;
+    if (present && e == last && (e & 1) == 0) {
+      // The aligned word holding the very last element would reach past the array: copy it alone.
+      scale_words[i] = p.scales[e];
+      bias_words[i] = p.biases[e];
+    } else {
+      copy4(scale_words + i, p.scales + (e & ~int64_t{1}), present);
+      copy4(bias_words + i, p.biases + (e & ~int64_t{1}), present);
+    }
+  }
+}
+
+template <int kBits>
+__device__ __forceinline__ uint32_t code_at(const uint32_t (&words)[kBits], int j) {
+  const int bit = j * kBits, word = bit / 32, shift = bit % 32;
+  uint32_t value = words[word] >> shift;
+  if (shift + kBits > 32) value |= words[word + 1] << (32 - shift);
+  return value & ((1u << kBits) - 1u);
+}
+
+__device__ __forceinline__ uint32_t bf16_pair(float low, float high) {
+  const __nv_bfloat162 pair = __floats2bfloat162_rn(low, high);
+  return *reinterpret_cast<const uint32_t*>(&pair);
+}
+
+// Each thread turns one 32-element half-row of codes into bf16 weights in the swizzled [128, 64] tile.
+template <int kBits>
+__device__ __forceinline__ void dequantize(const char* stage, uint4* tile, const Params& p, int64_t n0,
+                                           int64_t kt) {
+  const uint32_t* codes = reinterpret_cast<const uint32_t*>(stage);
+  const uint32_t* scale_words = codes + kTileN * 2 * kBits;
+  const uint32_t* bias_words = scale_words + kTileN * 2;
+  const int r = threadIdx.x / 2, h = threadIdx.x % 2;
+  const int64_t n = n0 + r, k_half = kt * kTileK + h * 32;
+  const bool present = n < p.n && k_half < p.k;
+  uint32_t words[kBits];
+#pragma unroll
+  for (int w = 0; w < kBits; ++w) words[w] = codes[r * 2 * kBits + h * kBits + w];
+  const int64_t e = present ? n * (p.k / p.group) + k_half / p.group : 0;
+  const int select = (e & 1) ? 16 : 0;
+  const float scale = bf16_value(static_cast<uint16_t>(scale_words[threadIdx.x] >> select));
+  const float bias = bf16_value(static_cast<uint16_t>(bias_words[threadIdx.x] >> select));
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    uint32_t pairs[4];
+#pragma unroll
+    for (int e2 = 0; e2 < 4; ++e2) {
+      const int j = q * 8 + e2 * 2;
+      const float low = scale * static_cast<float>(code_at<kBits>(words, j)) + bias;
+      const float high = scale * static_cast<float>(code_at<kBits>(words, j + 1)) + bias;
+      pairs[e2] = present ? bf16_pair(low, high) : 0u;
+    }
+    tile[swizzled_chunk(r, h * 4 + q)] = make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
+  }
+}
+
+// acc[mt][nt] += A[warp rows] * B[warp cols]^T over one 64-wide k tile, k16 steps in order.
+template <class L>
+__device__ __forceinline__ void multiply(const uint4* a_tile, const uint4* b_tile,
+                                         float (&acc)[L::kMTiles][L::kNTiles][4], int warp_m, int warp_n) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int kk = 0; kk < kTileK / 16; ++kk) {
+    uint32_t a[L::kMTiles][4];
+#pragma unroll
+    for (int mt = 0; mt < L::kMTiles; ++mt)
+      ldmatrix_x4(a[mt],
+                  a_tile + swizzled_chunk(warp_m * L::kWarpRows + mt * 16 + lane % 16, kk * 2 + lane / 16));
+    uint32_t b[L::kNTiles][2];
+#pragma unroll
+    for (int np = 0; np < L::kNTiles / 2; ++np) {
+      uint32_t fragment[4];
+      const int row = warp_n * L::kWarpCols + np * 16 + lane % 8 + (lane / 16) * 8;
+      ldmatrix_x4(fragment, b_tile + swizzled_chunk(row, kk * 2 + (lane / 8) % 2));
+      b[2 * np][0] = fragment[0];
+      b[2 * np][1] = fragment[1];
+      b[2 * np + 1][0] = fragment[2];
+      b[2 * np + 1][1] = fragment[3];
+    }
+#pragma unroll
+    for (int mt = 0; mt < L::kMTiles; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < L::kNTiles; ++nt) mma_bf16(acc[mt][nt], a[mt], b[nt][0], b[nt][1]);
+  }
+}
+
+}  // namespace plumb::cuda::matmul

@@ -1,0 +1,37 @@
+#pragma once
+// The CUDA kernels' host launchers. Each takes the validated launch struct of ops/backend.hpp, queues its
+// kernels on `stream` and returns the launch's cudaError_t (cudaGetLastError), which the backend turns into a
+// Status.
+#include <cstddef>
+
+#include <cuda_runtime.h>
+
+#include "cuda/kernel_args.hpp"
+
+namespace plumb::cuda {
+
+// Loads a trivial kernel: fails when the driver has no image of this build for the current device.
+cudaError_t probe_kernel_image();
+
+cudaError_t launch_embed_rows(const EmbedArgs& launch, cudaStream_t stream);
+cudaError_t launch_rms_norm(const RmsNormArgs& launch, cudaStream_t stream);
+cudaError_t launch_norm_rope(const NormRopeArgs& launch, cudaStream_t stream);
+cudaError_t launch_kv_write(const KvWriteArgs& launch, cudaStream_t stream);
+cudaError_t launch_geglu(const RowsArgs& launch, cudaStream_t stream);
+cudaError_t launch_add(const RowsArgs& launch, cudaStream_t stream);
+cudaError_t launch_scale(const RowsArgs& launch, cudaStream_t stream);
+cudaError_t launch_soft_cap(const RowsArgs& launch, cudaStream_t stream);
+cudaError_t launch_argmax(const ArgmaxArgs& launch, cudaStream_t stream);
+
+// Scratch the op needs on the device (0 when none); the backend passes at least this many bytes.
+size_t matmul_scratch_bytes(const MatmulArgs& launch);
+cudaError_t launch_matmul(const MatmulArgs& launch, void* scratch, cudaStream_t stream);
+
+// Attention processes its rows in chunks whose partials fit `scratch_bytes`; attention_scratch_bytes is the
+// most it can use for this launch (capped), attention_scratch_minimum the least it needs.
+size_t attention_scratch_bytes(const AttentionArgs& launch);
+size_t attention_scratch_minimum(const AttentionArgs& launch);
+cudaError_t launch_attention(const AttentionArgs& launch, void* scratch, size_t scratch_bytes,
+                             cudaStream_t stream);
+
+}  // namespace plumb::cuda
