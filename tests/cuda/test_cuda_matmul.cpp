@@ -1,0 +1,168 @@
+// Matmul on CUDA: within the fp32 accumulation range of the float64 reference; affine weights give exactly
+// the bits of the dense weight they dequantize to; a row's bits never depend on how many rows share the call
+// (1 to 128 rows, and 1100 rows where one block runs all K splits) or on the alignment of x; repeats are
+// identical.
+#include <random>
+
+#include "core/half.hpp"
+#include "cuda_test_util.hpp"
+
+namespace plumb::cuda {
+namespace {
+
+using testing::gpu;
+
+std::vector<uint8_t> run_matmul(ops::Backend& backend, const Weight& weight, const Values& x, int64_t rows,
+                                DType out_dtype = DType::bf16) {
+  DeviceTensor tx = ops::testing::device_bf16(backend, x, {rows, weight.in});
+  DeviceTensor out = ops::testing::device_zeros(backend, out_dtype, {rows, weight.out});
+  const Status status = ops::matmul(backend, tx.view, weight, out.view);
+  EXPECT_TRUE(status.ok()) << (status.ok() ? "" : status.error().message);
+  return ops::testing::download_bytes(backend, out.view);
+}
+
+Values to_values(const std::vector<uint8_t>& bytes, DType dtype) {
+  if (dtype == DType::bf16) return ops::testing::bytes_to_values(bytes);
+  Values values(bytes.size() / 4);
+  for (size_t k = 0; k < values.size(); ++k) {
+    float value = 0;
+    std::memcpy(&value, bytes.data() + 4 * k, 4);
+    values[k] = value;
+  }
+  return values;
+}
+
+// Tensor cores add each k16 step's 16 exact products to the accumulator after aligning them to the largest
+// and truncating, at most one unit in the last place of the largest per addend: twice fp32's rounding bound
+// per addition, hence 2 gamma(k + 16 + splits) times sum |x w|.
+void expect_in_range(const std::string& what, const Values& got, const Values& x, const Values& w,
+                     int64_t rows, int64_t in, int64_t out, bool bf16_out) {
+  const Values reference = ops::reference::matmul(x, w, rows, in, out);
+  Values magnitude(reference.size());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < out; ++o) {
+      double sum = 0;
+      for (int64_t k = 0; k < in; ++k) sum += std::abs(x[r * in + k] * w[o * in + k]);
+      magnitude[r * out + o] = sum;
+    }
+  const double relative = 2.0 * testing::gamma_f32(static_cast<double>(in + 16 + 64));
+  testing::expect_within(
+      what, got, reference, [&](size_t k) { return relative * magnitude[k]; }, bf16_out);
+}
+
+TEST(CudaMatmul, DenseIsWithinTheFp32Range) {
+  PLUMB_GPU_OR_SKIP();
+  struct Shape3 {
+    int64_t rows, out, in;
+  };
+  for (const Shape3& s : {Shape3{1, 200, 96}, Shape3{7, 130, 3840}, Shape3{33, 300, 520},
+                          Shape3{100, 64, 1000}, Shape3{300, 257, 200}}) {
+    const Values x = ops::testing::random_bf16(s.rows, s.rows * s.in, -2, 2);
+    const Values w = ops::testing::random_bf16(s.out, s.out * s.in, -1, 1);
+    const testing::DeviceWeight weight = testing::dense_weight(*gpu(), w, s.out, s.in);
+    for (DType dtype : {DType::bf16, DType::f32}) {
+      const std::string what = fmt::format("matmul {}x{}x{} {}", s.rows, s.out, s.in, dtype_name(dtype));
+      expect_in_range(what, to_values(run_matmul(*gpu(), weight.weight, x, s.rows, dtype), dtype), x, w,
+                      s.rows, s.in, s.out, dtype == DType::bf16);
+    }
+  }
+}
+
+TEST(CudaMatmul, AffineEqualsTheDenseWeightItDequantizesTo) {
+  PLUMB_GPU_OR_SKIP();
+  const int64_t out = 150, in = 640, rows = 5;
+  const Values w = ops::testing::random_bf16(31, out * in, -1, 1);
+  const Values x = ops::testing::random_bf16(32, rows * in, -2, 2);
+  const std::vector<float> floats(w.begin(), w.end());
+  for (int bits : ops::kAffineBits)
+    for (int group : ops::kAffineGroups) {
+      const ops::AffineTensor q = ops::affine_quantize(floats, out, in, bits, group);
+      const testing::DeviceWeight affine = testing::affine_weight(*gpu(), q, out, in, bits, group);
+      Weight host = Weight::make_affine(
+          "w", in,
+          TensorView::contiguous(const_cast<uint32_t*>(q.packed.data()), DType::u32, {out, in * bits / 32}),
+          TensorView::contiguous(const_cast<uint16_t*>(q.scales.data()), DType::bf16, {out, in / group}),
+          TensorView::contiguous(const_cast<uint16_t*>(q.biases.data()), DType::bf16, {out, in / group}),
+          bits, group);
+      const Values dequantized = ops::reference::weight_values(host);
+      const testing::DeviceWeight dense = testing::dense_weight(*gpu(), dequantized, out, in);
+      const std::string what = fmt::format("affine {} bits group {}", bits, group);
+      const std::vector<uint8_t> got = run_matmul(*gpu(), affine.weight, x, rows);
+      testing::expect_same_bits(what, got, run_matmul(*gpu(), dense.weight, x, rows), 2);
+      expect_in_range(what, ops::testing::bytes_to_values(got), x, dequantized, rows, in, out, true);
+    }
+}
+
+TEST(CudaMatmul, HalfAndFloatWeightsAreWithinTheFp32Range) {
+  PLUMB_GPU_OR_SKIP();
+  const int64_t out = 90, in = 333, rows = 4;
+  const Values x = ops::testing::random_bf16(41, rows * in, -2, 2);
+  Values w = ops::testing::random_bf16(42, out * in, -1, 1);
+  std::vector<float> floats(w.begin(), w.end());
+  DeviceTensor f32 = ops::testing::device_tensor(*gpu(), DType::f32, {out, in}, floats.data());
+  expect_in_range(
+      "matmul f32 weight",
+      ops::testing::bytes_to_values(run_matmul(*gpu(), Weight::make_dense("w", f32.view), x, rows)), x, w,
+      rows, in, out, true);
+  std::vector<uint16_t> halves(floats.size());
+  for (size_t k = 0; k < floats.size(); ++k) halves[k] = f32_to_f16(floats[k]);
+  for (size_t k = 0; k < floats.size(); ++k) w[k] = f16_to_f32(halves[k]);
+  DeviceTensor f16 = ops::testing::device_tensor(*gpu(), DType::f16, {out, in}, halves.data());
+  expect_in_range(
+      "matmul f16 weight",
+      ops::testing::bytes_to_values(run_matmul(*gpu(), Weight::make_dense("w", f16.view), x, rows)), x, w,
+      rows, in, out, true);
+}
+
+// Rows [0, count) of a call over the first `count` rows of x equal the same rows of the 128-row call.
+void expect_rows_independent(const std::string& what, const Weight& weight, const Values& x) {
+  const int64_t in = weight.in, out_bytes = weight.out * 2;
+  const std::vector<uint8_t> all = run_matmul(*gpu(), weight, x, 128);
+  for (int64_t count = 1; count <= 128; ++count) {
+    const Values part(x.begin(), x.begin() + count * in);
+    const std::vector<uint8_t> got = run_matmul(*gpu(), weight, part, count);
+    const std::vector<uint8_t> want(all.begin(), all.begin() + count * out_bytes);
+    testing::expect_same_bits(fmt::format("{}: {} rows", what, count), got, want, 2);
+    if (::testing::Test::HasFailure()) return;
+  }
+  // 1100 rows: one block runs every K split of a row tile; rows 0..127 are the same rows as above.
+  Values tall = ops::testing::random_bf16(99, 1100 * in, -2, 2);
+  std::copy(x.begin(), x.end(), tall.begin());
+  const std::vector<uint8_t> got = run_matmul(*gpu(), weight, tall, 1100);
+  testing::expect_same_bits(what + ": 1100 rows",
+                            std::vector<uint8_t>(got.begin(), got.begin() + 128 * out_bytes), all, 2);
+  testing::expect_same_bits(what + ": repeat", run_matmul(*gpu(), weight, x, 128), all, 2);
+}
+
+TEST(CudaMatmul, RowBitsDoNotDependOnTheRowCount) {
+  PLUMB_GPU_OR_SKIP();
+  const int64_t out = 4096, in = 3840;  // Gemma 4 12B q_proj: 32 output tiles, K split 8 ways
+  const Values w = ops::testing::random_bf16(51, out * in, -1, 1);
+  const Values x = ops::testing::random_bf16(52, 128 * in, -2, 2);
+  expect_rows_independent("dense", testing::dense_weight(*gpu(), w, out, in).weight, x);
+  const std::vector<float> floats(w.begin(), w.end());
+  const ops::AffineTensor q = ops::affine_quantize(floats, out, in, 4, 64);
+  expect_rows_independent("affine 4 bits", testing::affine_weight(*gpu(), q, out, in, 4, 64).weight, x);
+}
+
+TEST(CudaMatmul, UnalignedRowsGiveTheSameBits) {
+  PLUMB_GPU_OR_SKIP();
+  const int64_t out = 260, in = 384, rows = 9;
+  const Values w = ops::testing::random_bf16(61, out * in, -1, 1);
+  const Values x = ops::testing::random_bf16(62, rows * in, -2, 2);
+  const testing::DeviceWeight weight = testing::dense_weight(*gpu(), w, out, in);
+  // x as a column slice starting at column 1 of a [rows, in + 3] tensor: 2-byte aligned rows, odd stride.
+  Values wide(static_cast<size_t>(rows * (in + 3)), 0.0);
+  for (int64_t r = 0; r < rows; ++r) std::copy_n(x.begin() + r * in, in, wide.begin() + r * (in + 3) + 1);
+  DeviceTensor t = ops::testing::device_bf16(*gpu(), wide, {rows, in + 3});
+  TensorView slice = t.view;
+  slice.shape = {rows, in};
+  slice.data = static_cast<uint16_t*>(t.view.data) + 1;
+  DeviceTensor result = ops::testing::device_zeros(*gpu(), DType::bf16, {rows, out});
+  ASSERT_TRUE(ops::matmul(*gpu(), slice, weight.weight, result.view).ok());
+  testing::expect_same_bits("unaligned x", ops::testing::download_bytes(*gpu(), result.view),
+                            run_matmul(*gpu(), weight.weight, x, rows), 2);
+}
+
+}  // namespace
+}  // namespace plumb::cuda

@@ -1,0 +1,97 @@
+// rms_norm on CUDA equals the CPU backend bit for bit (same 16-lane sum order, correctly rounded division and
+// sqrt); norm_rope's rotation equals the fp32 steps on those normed values with cos and sin each within 2
+// ulp.
+#include <cmath>
+#include <random>
+
+#include "core/half.hpp"
+#include "cuda_test_util.hpp"
+
+namespace plumb::cuda {
+namespace {
+
+using testing::cpu;
+using testing::gpu;
+
+struct NormCase {
+  int64_t rows, heads, dim;
+  bool weighted;
+};
+
+std::vector<uint8_t> run_norm(ops::Backend& backend, const NormCase& c, const Values& x, const Values& w) {
+  const Shape shape = c.heads == 1 ? Shape{c.rows, c.dim} : Shape{c.rows, c.heads, c.dim};
+  DeviceTensor tx = ops::testing::device_bf16(backend, x, shape);
+  DeviceTensor tw = ops::testing::device_bf16(backend, w, {c.dim});
+  DeviceTensor out = ops::testing::device_zeros(backend, DType::bf16, shape);
+  EXPECT_TRUE(ops::rms_norm(backend, tx.view, c.weighted ? &tw.view : nullptr, 1e-6f, out.view).ok());
+  return ops::testing::download_bytes(backend, out.view);
+}
+
+TEST(CudaNorm, RmsNormEqualsTheCpuBitForBit) {
+  PLUMB_GPU_OR_SKIP();
+  for (const NormCase& c :
+       {NormCase{33, 1, 3840, true}, NormCase{5, 16, 256, true}, NormCase{7, 4, 512, false},
+        NormCase{3, 1, 100, true}, NormCase{300, 1, 5376, true}}) {
+    const Values x = ops::testing::random_bf16(c.rows + c.dim, c.rows * c.heads * c.dim, -6, 6);
+    const Values w = ops::testing::random_bf16(c.dim, c.dim, -2, 2);
+    testing::expect_same_bits(fmt::format("rms_norm {}x{}x{}", c.rows, c.heads, c.dim),
+                              run_norm(*gpu(), c, x, w), run_norm(cpu(), c, x, w), 2);
+  }
+}
+
+// The five fp32 values within 2 ulp of the correctly rounded f(theta).
+std::vector<float> near(double exact) {
+  std::vector<float> values;
+  float value = std::nextafter(std::nextafter(static_cast<float>(exact), -INFINITY), -INFINITY);
+  for (int step = 0; step < 5; ++step, value = std::nextafter(value, INFINITY)) values.push_back(value);
+  return values;
+}
+
+void expect_rope(const ops::RopeSpec& spec, int64_t rows, int64_t heads, uint64_t seed) {
+  const int64_t dim = spec.head_dim, half = dim / 2;
+  const Values x = ops::testing::random_bf16(seed, rows * heads * dim, -4, 4);
+  const Values w = ops::testing::random_bf16(seed + 1, dim, -2, 2);
+  std::vector<int32_t> positions(static_cast<size_t>(rows));
+  std::mt19937 engine(static_cast<uint32_t>(seed));
+  for (int32_t& p : positions) p = static_cast<int32_t>(engine() % 200000);
+  DeviceTensor tx = ops::testing::device_bf16(*gpu(), x, {rows, heads, dim});
+  DeviceTensor tw = ops::testing::device_bf16(*gpu(), w, {dim});
+  DeviceTensor tp = ops::testing::device_i32(*gpu(), positions);
+  DeviceTensor out = ops::testing::device_zeros(*gpu(), DType::bf16, {rows, heads, dim});
+  ASSERT_TRUE(ops::norm_rope(*gpu(), tx.view, &tw.view, 1e-6f, tp.view, spec, out.view).ok());
+  const Values got = ops::testing::download_values(*gpu(), out.view);
+  const NormCase norm_case{rows, heads, dim, true};
+  const Values normed = ops::testing::bytes_to_values(run_norm(cpu(), norm_case, x, w));
+  const std::vector<float> inv_freq = ops::rope_inv_freq(spec);
+  size_t failures = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < half; ++i) {
+        const int64_t at = (r * heads + h) * dim + i;
+        const auto first = static_cast<float>(normed[at]), second = static_cast<float>(normed[at + half]);
+        const float theta = static_cast<float>(positions[r]) * inv_freq[i];
+        bool low_found = false, high_found = false;
+        for (float c : near(std::cos(static_cast<double>(theta))))
+          for (float s : near(std::sin(static_cast<double>(theta)))) {
+            const float cb = round_bf16(c), sb = round_bf16(s);
+            low_found |= round_bf16(round_bf16(first * cb) + round_bf16(-second * sb)) == got[at];
+            high_found |= round_bf16(round_bf16(second * cb) + round_bf16(first * sb)) == got[at + half];
+          }
+        if ((!low_found || !high_found) && failures++ < 8)
+          ADD_FAILURE() << fmt::format(
+              "norm_rope: index {} (row {}, head {}, pair {}, position {}) got {} and {}, "
+              "bound cos/sin within 2 ulp",
+              at, r, h, i, positions[r], got[at], got[at + half]);
+      }
+  EXPECT_EQ(failures, 0u);
+}
+
+TEST(CudaNorm, NormRopeIsTheFp32StepsWithCosAndSinWithinTwoUlp) {
+  PLUMB_GPU_OR_SKIP();
+  expect_rope({10000.0, 256, 1.0, 1.0}, 23, 16, 5);
+  expect_rope({1000000.0, 512, 0.25, 1.0}, 9, 4, 6);
+  expect_rope({10000.0, 40, 1.0, 2.0}, 4, 3, 7);
+}
+
+}  // namespace
+}  // namespace plumb::cuda
