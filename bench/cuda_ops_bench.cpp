@@ -1,0 +1,191 @@
+// Times the CUDA backend's ops at Gemma 4 12B geometry on random weights: device copy bandwidth (the decode
+// bound), the layer matmuls for 1 to 128 rows (bytes moved per second against that bandwidth) and for prompt
+// rows (TFLOP/s), bf16 and MLX affine 4-bit, and attention for decode and prompt rows. Each time is the
+// median of repeats measured with device events after a warm-up; the weights span several layers so that the
+// L2 cache holds none of them between uses.
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cuda/check.hpp"
+#include "cuda/cuda_backend.hpp"
+#include "ops/affine.hpp"
+#include "ops/ops.hpp"
+
+namespace plumb::bench {
+
+cudaError_t fill_u32(void* words, size_t count, uint32_t seed, cudaStream_t stream);
+cudaError_t fill_bf16(void* values, size_t count, uint32_t seed, float low, float high, cudaStream_t stream);
+
+namespace {
+
+using cuda::CudaBackend;
+using ops::DeviceTensor;
+using ops::Weight;
+
+void require(const Status& status) {
+  if (!status.ok()) {
+    std::fprintf(stderr, "bench: %s\n", status.error().message.c_str());
+    std::exit(1);
+  }
+}
+
+DeviceTensor tensor(CudaBackend& backend, DType dtype, Shape shape, uint32_t seed, float low = -1,
+                    float high = 1) {
+  auto made = backend.allocate(dtype, std::move(shape));
+  if (!made) require(made.error());
+  const size_t elements = static_cast<size_t>(made->view.elements());
+  if (dtype == DType::bf16) {
+    require(cuda::cuda_status("bench", "fill_bf16",
+                              fill_bf16(made->view.data, elements, seed, low, high, backend.stream())));
+  } else {
+    require(cuda::cuda_status(
+        "bench", "fill_u32",
+        fill_u32(made->view.data, elements * dtype_size(dtype) / 4, seed, backend.stream())));
+  }
+  return *made;
+}
+
+struct BenchWeight {
+  Weight weight;
+  std::vector<DeviceTensor> storage;
+  double bytes = 0;
+};
+
+BenchWeight make_weight(CudaBackend& backend, int64_t out, int64_t in, int bits, uint32_t seed) {
+  BenchWeight w;
+  if (bits == 0) {
+    DeviceTensor dense = tensor(backend, DType::bf16, {out, in}, seed, -0.05f, 0.05f);
+    w.weight = Weight::make_dense("w", dense.view);
+    w.storage = {dense};
+  } else {
+    const int group = 64;
+    DeviceTensor packed = tensor(backend, DType::u32, {out, ops::affine_row_words(in, bits)}, seed);
+    DeviceTensor scales = tensor(backend, DType::bf16, {out, in / group}, seed + 1, 0.001f, 0.004f);
+    DeviceTensor biases = tensor(backend, DType::bf16, {out, in / group}, seed + 2, -0.03f, -0.01f);
+    w.weight = Weight::make_affine("w", in, packed.view, scales.view, biases.view, bits, group);
+    w.storage = {packed, scales, biases};
+  }
+  for (const DeviceTensor& t : w.storage) w.bytes += static_cast<double>(t.view.bytes());
+  return w;
+}
+
+double median_ms(CudaBackend& backend, const std::function<void()>& run, int repeats = 9) {
+  for (int i = 0; i < 2; ++i) run();
+  require(backend.synchronize());
+  std::vector<float> times;
+  auto start = cuda::Event::create(), stop = cuda::Event::create();
+  if (!start || !stop) require(start ? stop.error() : start.error());
+  for (int i = 0; i < repeats; ++i) {
+    require(start->record(backend.stream()));
+    run();
+    require(stop->record(backend.stream()));
+    require(stop->synchronize());
+    require(backend.synchronize());
+    auto ms = cuda::Event::elapsed_ms(*start, *stop);
+    if (!ms) require(ms.error());
+    times.push_back(*ms);
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+double copy_bandwidth(CudaBackend& backend) {
+  const int64_t elements = int64_t{1} << 30;  // 2 GiB of bf16 each way
+  DeviceTensor from = tensor(backend, DType::bf16, {elements}, 1),
+               to = tensor(backend, DType::bf16, {elements}, 2);
+  const double ms = median_ms(backend, [&] { require(backend.copy(from.view, to.view)); });
+  return 2.0 * static_cast<double>(from.view.bytes()) / (ms * 1e-3);
+}
+
+struct Layer {
+  std::vector<BenchWeight> weights;  // q, k, v, o, gate, up, down
+};
+
+constexpr int64_t kHidden = 3840, kFfn = 15360;
+
+void bench_matmuls(CudaBackend& backend, int bits, double bandwidth) {
+  const int64_t shapes[7][2] = {{4096, kHidden}, {2048, kHidden}, {2048, kHidden}, {kHidden, 4096},
+                                {kFfn, kHidden}, {kFfn, kHidden}, {kHidden, kFfn}};
+  const int layers = bits == 0 ? 6 : 16;
+  std::vector<Layer> stack(static_cast<size_t>(layers));
+  double bytes = 0, params = 0;
+  uint32_t seed = 100;
+  for (Layer& layer : stack)
+    for (const auto& shape : shapes) {
+      layer.weights.push_back(make_weight(backend, shape[0], shape[1], bits, seed += 3));
+      bytes += layer.weights.back().bytes;
+      params += static_cast<double>(shape[0] * shape[1]);
+    }
+  const std::string label = bits == 0 ? "bf16" : fmt::format("affine {}-bit g64", bits);
+  for (int64_t rows : {1, 8, 32, 128, 2048}) {
+    DeviceTensor x = tensor(backend, DType::bf16, {rows, kFfn}, 7);
+    DeviceTensor out = tensor(backend, DType::bf16, {rows, kFfn}, 8);
+    const double ms = median_ms(backend, [&] {
+      for (Layer& layer : stack)
+        for (BenchWeight& w : layer.weights) {
+          TensorView xv = x.view, ov = out.view;
+          xv.shape = {rows, w.weight.in};
+          ov.shape = {rows, w.weight.out};
+          require(ops::matmul(backend, xv, w.weight, ov));
+        }
+    });
+    const double seconds = ms * 1e-3;
+    fmt::print(
+        "matmul {:<16} rows {:>5}: {:8.3f} ms for {} layers, {:7.1f} GB/s ({:5.1f}% of copy), {:7.1f} "
+        "TFLOP/s\n",
+        label, rows, ms, layers, bytes / seconds * 1e-9, 100.0 * bytes / seconds / bandwidth,
+        2.0 * params * static_cast<double>(rows) / seconds * 1e-12);
+  }
+}
+
+void bench_attention(CudaBackend& backend, int64_t heads, int64_t kv_heads, int64_t dim, int64_t window,
+                     int64_t context, int64_t rows) {
+  const int64_t capacity = window > 0 ? ops::kv_capacity(window, rows) : context;
+  DeviceTensor keys = tensor(backend, DType::bf16, {capacity, kv_heads, dim}, 21, -0.1f, 0.1f);
+  DeviceTensor values = tensor(backend, DType::bf16, {capacity, kv_heads, dim}, 22);
+  DeviceTensor q = tensor(backend, DType::bf16, {rows, heads, dim}, 23, -0.1f, 0.1f);
+  DeviceTensor out = tensor(backend, DType::bf16, {rows, heads, dim}, 24);
+  std::vector<int32_t> positions(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) positions[r] = static_cast<int32_t>(context - rows + r);
+  auto p = backend.allocate(DType::i32, {rows});
+  if (!p) require(p.error());
+  require(backend.upload(TensorView::contiguous(positions.data(), DType::i32, {rows}), p->view));
+  const ops::KvSegment segment{0, rows, {keys.view, values.view, context}};
+  const double ms = median_ms(backend, [&] {
+    require(ops::attention(backend, q.view, p->view, {&segment, 1}, {window, 1.0f}, out.view));
+  });
+  fmt::print("attention heads {}/{} dim {} window {:>4} context {:>5} rows {:>5}: {:8.3f} ms\n", heads,
+             kv_heads, dim, window, context, rows, ms);
+}
+
+int run() {
+  auto made = CudaBackend::create(0);
+  if (!made) require(made.error());
+  CudaBackend& backend = **made;
+  const cuda::DeviceInfo& info = backend.info();
+  fmt::print("device {} (compute {}.{}, {} SMs, {:.1f} GiB)\n", info.name, info.major, info.minor,
+             info.multiprocessors, static_cast<double>(info.global_bytes) / (1 << 30));
+  const double bandwidth = copy_bandwidth(backend);
+  fmt::print("device copy: {:.1f} GB/s (bytes read + written)\n", bandwidth * 1e-9);
+  bench_matmuls(backend, 0, bandwidth);
+  bench_matmuls(backend, 4, bandwidth);
+  for (int64_t rows : {1, 32}) {
+    bench_attention(backend, 16, 8, 256, 1024, 4096, rows);
+    bench_attention(backend, 16, 1, 512, 0, 8192, rows);
+  }
+  bench_attention(backend, 16, 8, 256, 1024, 2048, 2048);
+  bench_attention(backend, 16, 1, 512, 0, 2048, 2048);
+  fmt::print("arena peak {:.2f} GiB\n", static_cast<double>(backend.arena().peak_in_use_bytes()) / (1 << 30));
+  return 0;
+}
+
+}  // namespace
+}  // namespace plumb::bench
+
+int main() {
+  return plumb::bench::run();
+}
