@@ -1,13 +1,13 @@
 // Writes tests/fixtures/tokenizer/corpus.jsonl: one JSON string per line, many scripts and edge cases.
 // Deterministic: fixed fragments plus mixtures drawn with a seeded generator. Run: node tests/peers/tokenizer_corpus.mjs
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
-// `--out FILE` writes elsewhere (the freshness test compares that copy with the committed corpus).
-const outFlag = process.argv.indexOf("--out");
-const outPath = outFlag > 0 ? process.argv[outFlag + 1] : join(here, "..", "fixtures", "tokenizer", "corpus.jsonl");
+const outPath = join(here, "..", "fixtures", "tokenizer", "corpus.jsonl");
+// `--check` writes nothing and fails when the committed corpus differs from what this script generates.
+const checkOnly = process.argv.includes("--check");
 
 // mulberry32: a small seeded generator, so the mixtures are the same on every run.
 function generator(seed) {
@@ -217,5 +217,14 @@ function mixtures(random, count) {
 const random = generator(0x5eed);
 const lines = [...Object.values(scripts).flat(), ...longLines(random)];
 lines.push(...mixtures(random, 600 - lines.length));
-writeFileSync(outPath, lines.map((line) => JSON.stringify(line)).join("\n") + "\n");
-console.log(`wrote ${lines.length} lines to ${outPath}`);
+const text = lines.map((line) => JSON.stringify(line)).join("\n") + "\n";
+if (checkOnly) {
+  if (readFileSync(outPath, "utf8") !== text) {
+    console.error(`${outPath} differs from what tests/peers/tokenizer_corpus.mjs generates; run it and commit`);
+    process.exit(1);
+  }
+  console.log(`${outPath}: ${lines.length} lines, up to date`);
+} else {
+  writeFileSync(outPath, text);
+  console.log(`wrote ${lines.length} lines to ${outPath}`);
+}

@@ -76,8 +76,26 @@ Result<Tokenizer> Tokenizer::load(const std::filesystem::path& path) {
 
 namespace {
 
+// Component parsing recurses through nested Sequences, so absurd nesting is refused before it starts.
+Status check_depth(const Json& root, std::string_view where) {
+  constexpr size_t kMaxDepth = 64;
+  std::vector<std::pair<const Json*, size_t>> pending{{&root, 1}};
+  while (!pending.empty()) {
+    auto [node, depth] = pending.back();
+    pending.pop_back();
+    if (depth > kMaxDepth)
+      return error_at(where, "document", "tokenizer.json", "is nested too deeply",
+                      fmt::format("at most {} levels", kMaxDepth), "more");
+    if (node->is_structured())
+      for (const Json& child : *node)
+        if (child.is_structured()) pending.emplace_back(&child, depth + 1);
+  }
+  return {};
+}
+
 Result<std::shared_ptr<const Tokenizer::Impl>> build(const Json& root, std::string_view where) {
   PLUMB_TRY(expect_object(root, where, "tokenizer.json"));
+  PLUMB_TRY(check_depth(root, where));
   if (auto version = root.find("version"); version != root.end() && *version != "1.0")
     return error_at(where, "field", "version", "is not known", "\"1.0\"", version->dump());
   PLUMB_TRY(require_null(root, "truncation", where));
