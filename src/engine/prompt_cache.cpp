@@ -36,6 +36,8 @@ Result<std::optional<PromptCache::Hit>> PromptCache::resume(std::span<const int3
 
 void PromptCache::keep(std::vector<int32_t> tokens, std::unique_ptr<LaneState> state) {
   if (budget_bytes_ <= 0 || tokens.empty() || state->end() != static_cast<int64_t>(tokens.size())) return;
+  // A state larger than the whole budget is dropped rather than emptying the cache for nothing.
+  if (state->bytes() > budget_bytes_) return;
   // An entry whose tokens the new one starts with, and that it can roll back to, is no longer needed.
   std::erase_if(entries_, [&](const Entry& entry) {
     const auto length = static_cast<int64_t>(entry.tokens.size());
