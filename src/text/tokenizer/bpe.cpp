@@ -56,9 +56,12 @@ struct QueuedMerge {
 };
 
 // Lowest rank first, then leftmost, as the merge queue of `tokenizers` orders them.
-bool later_merge(const QueuedMerge& a, const QueuedMerge& b) {
-  return a.rank != b.rank ? a.rank > b.rank : a.pos > b.pos;
-}
+struct LaterMerge {
+  bool operator()(const QueuedMerge& a, const QueuedMerge& b) const {
+    return a.rank != b.rank ? a.rank > b.rank : a.pos > b.pos;
+  }
+};
+constexpr LaterMerge later_merge;
 
 struct WordState {
   std::vector<Symbol> symbols;
