@@ -42,12 +42,13 @@ struct Params {
   int span;
   float2* stats;   // [rows, heads, span]: (max, sum exp(s - max)) per partition
   float* partial;  // [rows, heads, span, head_dim]: sum p_j v_j per partition
+  bool vector;     // 16-byte aligned key rows
   int segment_count;
   SegmentEntry segments[kMaxSegments];
 };
 
 struct RowKeys {
-  const SegmentEntry* segment;
+  SegmentEntry segment;
   int64_t position;
   int64_t first;  // the row's first visible key position
   int64_t parts;  // partitions from first / kPart to position / kPart
@@ -57,7 +58,7 @@ __device__ RowKeys row_keys(const Params& params, int64_t r) {
   int s = 0;
   while (s + 1 < params.segment_count && r >= params.segments[s + 1].first_row) ++s;
   RowKeys row;
-  row.segment = &params.segments[s];
+  row.segment = params.segments[s];
   row.position = params.positions[r];
   row.first = params.window > 0 ? max(int64_t{0}, row.position - params.window + 1) : 0;
   row.parts = row.position / kPart - row.first / kPart + 1;
@@ -66,46 +67,77 @@ __device__ RowKeys row_keys(const Params& params, int64_t r) {
 
 __device__ __forceinline__ const uint16_t* cache_row(const uint16_t* cache, const RowKeys& row, int kv_heads,
                                                      int kv_head, int head_dim, int64_t position) {
-  return cache + ((position % row.segment->capacity) * kv_heads + kv_head) * static_cast<int64_t>(head_dim);
+  return cache + ((position % row.segment.capacity) * kv_heads + kv_head) * static_cast<int64_t>(head_dim);
 }
 
 // The CPU backend's dot order: element k to lane k % 16, sequential per lane, then a tree of 8, 4, 2, 1.
+// kVector reads the key 16 bytes at a time (same values, same order).
+template <bool kVector>
 __device__ float dot_lanes(const float* q, const uint16_t* key, int dim) {
   float lanes[kLanes];
 #pragma unroll
   for (int l = 0; l < kLanes; ++l) lanes[l] = 0.0f;
   int k = 0;
   for (; k + kLanes <= dim; k += kLanes) {
+    if constexpr (kVector) {
+      const uint4 low = *reinterpret_cast<const uint4*>(key + k),
+                  high = *reinterpret_cast<const uint4*>(key + k + 8);
+      const float* qk = q + k;
+      lanes[0] = lanes[0] + qk[0] * __uint_as_float(low.x << 16);
+      lanes[1] = lanes[1] + qk[1] * __uint_as_float(low.x & 0xffff0000u);
+      lanes[2] = lanes[2] + qk[2] * __uint_as_float(low.y << 16);
+      lanes[3] = lanes[3] + qk[3] * __uint_as_float(low.y & 0xffff0000u);
+      lanes[4] = lanes[4] + qk[4] * __uint_as_float(low.z << 16);
+      lanes[5] = lanes[5] + qk[5] * __uint_as_float(low.z & 0xffff0000u);
+      lanes[6] = lanes[6] + qk[6] * __uint_as_float(low.w << 16);
+      lanes[7] = lanes[7] + qk[7] * __uint_as_float(low.w & 0xffff0000u);
+      lanes[8] = lanes[8] + qk[8] * __uint_as_float(high.x << 16);
+      lanes[9] = lanes[9] + qk[9] * __uint_as_float(high.x & 0xffff0000u);
+      lanes[10] = lanes[10] + qk[10] * __uint_as_float(high.y << 16);
+      lanes[11] = lanes[11] + qk[11] * __uint_as_float(high.y & 0xffff0000u);
+      lanes[12] = lanes[12] + qk[12] * __uint_as_float(high.z << 16);
+      lanes[13] = lanes[13] + qk[13] * __uint_as_float(high.z & 0xffff0000u);
+      lanes[14] = lanes[14] + qk[14] * __uint_as_float(high.w << 16);
+      lanes[15] = lanes[15] + qk[15] * __uint_as_float(high.w & 0xffff0000u);
+    } else {
 #pragma unroll
-    for (int l = 0; l < kLanes; ++l) lanes[l] = lanes[l] + q[k + l] * bf16_value(key[k + l]);
+      for (int l = 0; l < kLanes; ++l) lanes[l] = lanes[l] + q[k + l] * bf16_value(key[k + l]);
+    }
   }
-  for (int l = 0; k < dim; ++k, ++l) {
 #pragma unroll
-    for (int m = 0; m < kLanes; ++m)
-      if (m == l) lanes[m] = lanes[m] + q[k] * bf16_value(key[k]);
-  }
+  for (int l = 0; l < kLanes; ++l)
+    if (k + l < dim) lanes[l] = lanes[l] + q[k + l] * bf16_value(key[k + l]);
 #pragma unroll
-  for (int width = kLanes / 2; width >= 1; width /= 2) {
+  for (int l = 0; l < 8; ++l) lanes[l] = lanes[l] + lanes[l + 8];
 #pragma unroll
-    for (int l = 0; l < width; ++l) lanes[l] = lanes[l] + lanes[l + width];
-  }
-  return lanes[0];
+  for (int l = 0; l < 4; ++l) lanes[l] = lanes[l] + lanes[l + 4];
+  lanes[0] = lanes[0] + lanes[2];
+  lanes[1] = lanes[1] + lanes[3];
+  return lanes[0] + lanes[1];
 }
 
-// Loads the row's group of query heads as fp32 into shared memory and scores the partition's keys:
-// scores[h * kPart + j] for key position base + j (only visible keys are written).
+// Loads the row's group of query heads as fp32 into shared memory, finds each key's and value's cache row
+// once (rows[j], rows[kPart + j]) and scores the partition's keys: scores[h * kPart + j] for key position
+// base + j (only visible keys are written).
 __device__ void score_partition(const Params& params, const RowKeys& row, int64_t r, int kv_head,
-                                int64_t base, int64_t lo, int64_t hi, float* q_shared, float* scores) {
+                                int64_t base, int64_t lo, int64_t hi, float* q_shared, float* scores,
+                                const uint16_t** rows) {
   const int dim = params.head_dim;
   const uint16_t* q = params.q + r * params.q_stride + static_cast<int64_t>(kv_head) * params.group * dim;
   for (int i = threadIdx.x; i < params.group * dim; i += kThreads) q_shared[i] = bf16_value(q[i]);
-  __syncthreads();
   const int j = threadIdx.x % kPart;
   const int64_t position = base + j;
-  if (position < lo || position > hi) return;
-  const uint16_t* key = cache_row(row.segment->keys, row, params.kv_heads, kv_head, dim, position);
+  const bool visible = position >= lo && position <= hi;
+  if (visible && threadIdx.x < kPart) {
+    rows[j] = cache_row(row.segment.keys, row, params.kv_heads, kv_head, dim, position);
+    rows[kPart + j] = cache_row(row.segment.values, row, params.kv_heads, kv_head, dim, position);
+  }
+  __syncthreads();
+  if (!visible) return;
+  const uint16_t* key = rows[j];
   for (int h = threadIdx.x / kPart; h < params.group; h += kThreads / kPart)
-    scores[h * kPart + j] = params.scale * dot_lanes(q_shared + h * dim, key, dim);
+    scores[h * kPart + j] = params.scale * (params.vector ? dot_lanes<true>(q_shared + h * dim, key, dim)
+                                                          : dot_lanes<false>(q_shared + h * dim, key, dim));
 }
 
 struct Partition {
@@ -128,11 +160,12 @@ __device__ Partition partition_of(const Params& params, const RowKeys& row) {
 
 __global__ void stats_kernel(Params params) {
   extern __shared__ float shared[];
+  __shared__ const uint16_t* rows[2 * kPart];
   const RowKeys row = row_keys(params, blockIdx.z);
   const Partition part = partition_of(params, row);
   if (!part.live) return;
   float* scores = shared + params.group * params.head_dim;
-  score_partition(params, row, part.r, part.kv_head, part.base, part.lo, part.hi, shared, scores);
+  score_partition(params, row, part.r, part.kv_head, part.base, part.lo, part.hi, shared, scores, rows);
   __syncthreads();
   for (int h = threadIdx.x; h < params.group; h += kThreads) {
     const float* s = scores + h * kPart;
@@ -148,12 +181,13 @@ __global__ void stats_kernel(Params params) {
 __global__ void values_kernel(Params params) {
   extern __shared__ float shared[];
   __shared__ float head_max[128], head_sum[128];
+  __shared__ const uint16_t* rows[2 * kPart];
   const RowKeys row = row_keys(params, blockIdx.z);
   const Partition part = partition_of(params, row);
   if (!part.live) return;
   const int dim = params.head_dim;
   float* scores = shared + params.group * dim;
-  score_partition(params, row, part.r, part.kv_head, part.base, part.lo, part.hi, shared, scores);
+  score_partition(params, row, part.r, part.kv_head, part.base, part.lo, part.hi, shared, scores, rows);
   for (int h = threadIdx.x; h < params.group; h += kThreads) {
     const int64_t head = static_cast<int64_t>(part.kv_head) * params.group + h;
     const float2* stats = params.stats + (part.r * params.heads + head) * params.span;
@@ -172,15 +206,29 @@ __global__ void values_kernel(Params params) {
       scores[i] = round_bf16(expf(scores[i] - head_max[h]) / head_sum[h]);
   }
   __syncthreads();
-  for (int o = threadIdx.x; o < params.group * dim; o += kThreads) {
-    const int h = o / dim, d = o % dim;
-    float acc = 0.0f;
-    for (int64_t p = part.lo; p <= part.hi; ++p) {
-      const uint16_t* value = cache_row(row.segment->values, row, params.kv_heads, part.kv_head, dim, p);
-      acc = acc + scores[h * kPart + (p - part.base)] * bf16_value(value[d]);
+  // Four outputs per pass keep four independent sums in flight; each still adds its keys in position order.
+  const int outputs = params.group * dim;
+  const int64_t head0 = static_cast<int64_t>(part.kv_head) * params.group;
+  for (int first = threadIdx.x; first < outputs; first += 4 * kThreads) {
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    int head[4], d[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int o = min(first + i * kThreads, outputs - 1);
+      head[i] = o / dim;
+      d[i] = o % dim;
     }
-    const int64_t head = static_cast<int64_t>(part.kv_head) * params.group + h;
-    params.partial[((part.r * params.heads + head) * params.span + part.jrel) * dim + d] = acc;
+    for (int64_t p = part.lo; p <= part.hi; ++p) {
+      const int j = static_cast<int>(p - part.base);
+      const uint16_t* value = rows[kPart + j];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[i] = acc[i] + scores[head[i] * kPart + j] * bf16_value(value[d[i]]);
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      if (first + i * kThreads < outputs)
+        params.partial[((part.r * params.heads + head0 + head[i]) * params.span + part.jrel) * dim + d[i]] =
+            acc[i];
   }
 }
 
@@ -254,6 +302,9 @@ cudaError_t launch_attention(const AttentionArgs& launch, void* scratch, size_t 
   params.window = launch.window;
   params.scale = launch.scale;
   params.span = span;
+  params.vector = launch.head_dim % 8 == 0;
+  for (int64_t s = 0; s < launch.segment_count; ++s)
+    params.vector = params.vector && reinterpret_cast<uintptr_t>(launch.segments[s].keys) % 16 == 0;
   params.stats = static_cast<float2*>(scratch);
   params.partial = reinterpret_cast<float*>(
       static_cast<char*>(scratch) + static_cast<size_t>(chunk_limit) * launch.heads * span * sizeof(float2));

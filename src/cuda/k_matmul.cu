@@ -21,9 +21,15 @@ namespace {
 constexpr int64_t kTargetBlocks = 256;
 constexpr int64_t kMinTilesPerSplit = 4;
 
+template <class L>
+using Accumulators = float[L::kMTiles][L::kNTiles][4];
+
+// Runs k tiles [kt0, kt1) through one software pipeline; at the end of each K split (every tiles_per_split
+// tiles from 0) folds acc into total (total = acc for the first split, total += acc after) and restarts acc
+// at zero.
 template <class L, int kBits>
-__device__ void run_split(const Params& p, char* shared, float (&acc)[L::kMTiles][L::kNTiles][4], int64_t m0,
-                          int64_t n0, int64_t kt0, int64_t kt1, int warp_m, int warp_n) {
+__device__ void run_tiles(const Params& p, char* shared, Accumulators<L>& acc, Accumulators<L>& total,
+                          int64_t m0, int64_t n0, int64_t kt0, int64_t kt1, int warp_m, int warp_n) {
   uint4* dequantized = reinterpret_cast<uint4*>(shared + L::kStages * L::kStageBytes);
   const auto load = [&](int slot, int64_t kt) {
     char* stage = shared + slot * L::kStageBytes;
@@ -55,9 +61,21 @@ __device__ void run_split(const Params& p, char* shared, float (&acc)[L::kMTiles
     if (next < tiles) load(static_cast<int>(next % L::kStages), kt0 + next);
     copy_commit();
     multiply<L>(reinterpret_cast<const uint4*>(stage), b_tile, acc, warp_m, warp_n);
+    const int64_t kt = kt0 + t;
+    if ((kt + 1) % p.tiles_per_split == 0 || kt + 1 == kt1) {
+      const bool first = kt / p.tiles_per_split == kt0 / p.tiles_per_split;
+#pragma unroll
+      for (int mt = 0; mt < L::kMTiles; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < L::kNTiles; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            total[mt][nt][e] = first ? acc[mt][nt][e] : total[mt][nt][e] + acc[mt][nt][e];
+            acc[mt][nt][e] = 0.0f;
+          }
+    }
   }
   copy_wait<0>();
-  __syncthreads();
 }
 
 template <int kRowsTile, int kBits>
@@ -68,21 +86,10 @@ __global__ void __launch_bounds__(kThreads) matmul_kernel(Params p) {
   const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kRowsTile;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int warp_m = warp / L::kWarpsN, warp_n = warp % L::kWarpsN;
-  float total[L::kMTiles][L::kNTiles][4];
-  const int first = p.cross ? static_cast<int>(blockIdx.z) : 0;
-  const int last = p.cross ? first + 1 : p.splits;
-  for (int split = first; split < last; ++split) {
-    float acc[L::kMTiles][L::kNTiles][4] = {};
-    const int64_t kt0 = split * p.tiles_per_split;
-    run_split<L, kBits>(p, shared, acc, m0, n0, kt0, min(kt0 + p.tiles_per_split, p.k_tiles), warp_m, warp_n);
-#pragma unroll
-    for (int mt = 0; mt < L::kMTiles; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < L::kNTiles; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          total[mt][nt][e] = split == first ? acc[mt][nt][e] : total[mt][nt][e] + acc[mt][nt][e];
-  }
+  Accumulators<L> acc = {}, total;
+  const int64_t kt0 = p.cross ? blockIdx.z * p.tiles_per_split : 0;
+  const int64_t kt1 = p.cross ? min(kt0 + p.tiles_per_split, p.k_tiles) : p.k_tiles;
+  run_tiles<L, kBits>(p, shared, acc, total, m0, n0, kt0, kt1, warp_m, warp_n);
   const bool to_partial = p.cross && p.splits > 1;
 #pragma unroll
   for (int mt = 0; mt < L::kMTiles; ++mt)

@@ -126,6 +126,24 @@ __device__ __forceinline__ uint32_t bf16_pair(float low, float high) {
   return *reinterpret_cast<const uint32_t*>(&pair);
 }
 
+// Writes bf16(product(q) + bias) for one 32-element half-row into the swizzled tile.
+template <int kBits, class Product>
+__device__ __forceinline__ void write_dequantized(uint4* tile, int r, int h, const uint32_t (&words)[kBits],
+                                                  bool present, float bias, Product product) {
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    uint32_t pairs[4];
+#pragma unroll
+    for (int e2 = 0; e2 < 4; ++e2) {
+      const int j = q * 8 + e2 * 2;
+      const float low = product(code_at<kBits>(words, j)) + bias;
+      const float high = product(code_at<kBits>(words, j + 1)) + bias;
+      pairs[e2] = present ? bf16_pair(low, high) : 0u;
+    }
+    tile[swizzled_chunk(r, h * 4 + q)] = make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
+  }
+}
+
 // Each thread turns one 32-element half-row of codes into bf16 weights in the swizzled [128, 64] tile.
 template <int kBits>
 __device__ __forceinline__ void dequantize(const char* stage, uint4* tile, const Params& p, int64_t n0,
@@ -143,17 +161,18 @@ __device__ __forceinline__ void dequantize(const char* stage, uint4* tile, const
   const int select = (e & 1) ? 16 : 0;
   const float scale = bf16_value(static_cast<uint16_t>(scale_words[threadIdx.x] >> select));
   const float bias = bf16_value(static_cast<uint16_t>(bias_words[threadIdx.x] >> select));
-#pragma unroll
-  for (int q = 0; q < 4; ++q) {
-    uint32_t pairs[4];
-#pragma unroll
-    for (int e2 = 0; e2 < 4; ++e2) {
-      const int j = q * 8 + e2 * 2;
-      const float low = scale * static_cast<float>(code_at<kBits>(words, j)) + bias;
-      const float high = scale * static_cast<float>(code_at<kBits>(words, j + 1)) + bias;
-      pairs[e2] = present ? bf16_pair(low, high) : 0u;
-    }
-    tile[swizzled_chunk(r, h * 4 + q)] = make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
+  // scale * q without an int-to-float conversion: m = 2^23 + q as bits, fma(scale, m, -scale * 2^23) is the
+  // exact scale * q (representable, and scale * 2^23 is exact), so the sum rounds once as in scale * float(q)
+  // + bias. A scale so large that scale * 2^23 could overflow takes the plain conversion, and so does a bias
+  // of -0 (where the fma's +0 for q = 0 and the plain -0 of a negative scale would give different signs).
+  if (fabsf(scale) < 0x1p100f && !(bias == 0.0f && signbit(bias))) {
+    const float offset = -scale * 8388608.0f;
+    write_dequantized<kBits>(tile, r, h, words, present, bias, [&](uint32_t code) {
+      return __fmaf_rn(scale, __uint_as_float(code | 0x4b000000u), offset);
+    });
+  } else {
+    write_dequantized<kBits>(tile, r, h, words, present, bias,
+                             [&](uint32_t code) { return scale * static_cast<float>(code); });
   }
 }
 

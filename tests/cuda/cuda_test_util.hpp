@@ -26,7 +26,7 @@ using ops::testing::Values;
 namespace plumb::cuda::testing {
 
 // The test binary's CUDA backend, or nullptr when this machine has no GPU (CI).
-inline ops::Backend* gpu() {
+inline CudaBackend* gpu() {
   static std::unique_ptr<CudaBackend> backend = [] {
     if (device_count() == 0) return std::unique_ptr<CudaBackend>();
     auto made = CudaBackend::create(0);
