@@ -9,25 +9,57 @@ namespace plumb {
 
 using nlohmann::json;
 
+namespace {
+
+// A SAX pass that only notes the first key repeated in the top-level object; nlohmann's callback parser would
+// do the same job in time that grows much faster than the header.
+class TopLevelDuplicates : public nlohmann::json_sax<json> {
+ public:
+  std::string first_repeated;
+
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return ++depth_, true; }
+  bool end_object() override { return --depth_, true; }
+  bool start_array(std::size_t) override { return ++depth_, true; }
+  bool end_array() override { return --depth_, true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+  bool key(string_t& key) override {
+    if (depth_ == 1 && first_repeated.empty() && !keys_.insert(key).second) first_repeated = key;
+    return true;
+  }
+
+ private:
+  int depth_ = 0;
+  std::set<std::string> keys_;
+};
+
+}  // namespace
+
 Result<json> parse_json_text(std::string_view where, std::string_view object, std::string_view name,
                              std::string_view text, std::string* duplicate_key) {
-  std::set<std::string, std::less<>> top_keys;
-  auto watch_keys = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (duplicate_key != nullptr && depth == 1 && event == json::parse_event_t::key &&
-        duplicate_key->empty()) {
-      const auto& key = parsed.get_ref<const std::string&>();
-      if (!top_keys.insert(key).second) *duplicate_key = key;
-    }
-    return true;
-  };
+  json parsed;
   try {
-    return json::parse(text.begin(), text.end(), watch_keys);
+    parsed = json::parse(text.begin(), text.end());
   } catch (const json::parse_error& error) {
     return error_at(where, object, name, "is not valid JSON", "a JSON object",
                     fmt::format("a syntax error at byte {}", error.byte));
   } catch (const json::exception& error) {
     return error_at(where, object, name, "is not valid JSON", "a JSON object", printable(error.what()));
   }
+  if (duplicate_key != nullptr && parsed.is_object()) {
+    TopLevelDuplicates watcher;
+    json::sax_parse(text.begin(), text.end(), &watcher);
+    *duplicate_key = watcher.first_repeated;
+  }
+  return parsed;
 }
 
 Result<std::string> read_text_file(const std::filesystem::path& path, uint64_t max_bytes) {
