@@ -45,6 +45,7 @@ class Tokenizer {
   struct Impl;  // defined in tokenizer.cpp
 
  private:
+  Tokenizer() = default;  // only load() and from_json() make one, so impl_ is never null
   std::shared_ptr<const Impl> impl_;
 };
 
