@@ -143,7 +143,7 @@ TEST(Malformed, InvalidUtf8TextIsRefusedAtEncode) {
   auto tokenizer = Tokenizer::from_json(valid_text(), "ok.json");
   ASSERT_TRUE(tokenizer.ok());
   for (const std::string& text : {std::string("a\xff"), std::string("\xc3"), std::string("\xed\xa0\x80"),
-                                 std::string("\xc0\xaf"), std::string("ab\xf4\x90\x80\x80")}) {
+                                  std::string("\xc0\xaf"), std::string("ab\xf4\x90\x80\x80")}) {
     auto ids = tokenizer->encode(text);
     ASSERT_FALSE(ids.ok()) << "encoded invalid UTF-8 of " << text.size() << " bytes";
     EXPECT_NE(ids.error().message.find("is not valid UTF-8"), std::string::npos) << ids.error().message;
