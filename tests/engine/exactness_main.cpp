@@ -1,4 +1,5 @@
 // The exactness suite's entry: `test_exactness [--backend cpu|cuda] [gtest flags]`.
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -20,5 +21,12 @@ int main(int argc, char** argv) {
   }
   int count = static_cast<int>(rest.size());
   ::testing::InitGoogleTest(&count, rest.data());
+  auto backend = plumb::engine::testing::make_backend();
+  if (!backend.ok()) {
+    std::fprintf(stderr, "%s\n", backend.error().message.c_str());
+    return 2;
+  }
+  std::fprintf(stderr, "exactness suite on backend '%s'\n", std::string((*backend)->name()).c_str());
+  backend->reset();
   return RUN_ALL_TESTS();
 }

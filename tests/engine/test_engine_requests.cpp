@@ -155,7 +155,7 @@ TEST(EngineRequests, TheContextEndsAReply) {
 TEST(EngineRequests, MetricsCountTokensLatencyAndDrafts) {
   EngineOptions options = serial_options();
   options.parallel = 3;
-  options.drafts = DraftMode::copies;
+  options.drafter = std::make_shared<CopyDrafter>(/*min_match=*/1);  // proposes whenever the token occurred
   options.fixed_draft_depth = 3;
   auto engine = tiny_engine(options);
   std::vector<Request> requests;
