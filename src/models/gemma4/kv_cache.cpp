@@ -76,8 +76,7 @@ Status StreamCache::prepare(ops::Backend& backend, int64_t first_position, int64
     LayerCache& layer = layers_[i];
     if (layer.sliding) {
       const int64_t oldest_kept = std::max<int64_t>(0, end_ - layer.capacity);
-      const int64_t oldest_needed = std::max<int64_t>(0, first_position - windows_[i] + 1);
-      if (oldest_needed < oldest_kept)
+      if (!window_kept(i, first_position))
         return error_at(kWhere, "chunk start", std::to_string(first_position),
                         fmt::format("rolls back past what sliding layer {} kept", i),
                         fmt::format("a start >= {}", oldest_kept + windows_[i] - 1),
@@ -87,6 +86,51 @@ Status StreamCache::prepare(ops::Backend& backend, int64_t first_position, int64
     }
   }
   return {};
+}
+
+bool StreamCache::window_kept(size_t layer, int64_t position) const {
+  const int64_t oldest_kept = std::max<int64_t>(0, end_ - layers_[layer].capacity);
+  return std::max<int64_t>(0, position - windows_[layer] + 1) >= oldest_kept;
+}
+
+bool StreamCache::can_resume_at(int64_t position) const {
+  if (position < 0 || position > end_) return false;
+  for (size_t i = 0; i < layers_.size(); ++i)
+    if (layers_[i].sliding && !window_kept(i, position)) return false;
+  return true;
+}
+
+Result<StreamCache> StreamCache::clone(ops::Backend& backend) const {
+  StreamCache copy;
+  copy.windows_ = windows_;
+  copy.end_ = end_;
+  copy.max_chunk_rows_ = max_chunk_rows_;
+  for (const LayerCache& layer : layers_) {
+    LayerCache twin = layer;
+    PLUMB_TRY_ASSIGN(keys, backend.allocate(DType::bf16, layer.keys.view.shape));
+    PLUMB_TRY_ASSIGN(values, backend.allocate(DType::bf16, layer.values.view.shape));
+    PLUMB_TRY(backend.copy(layer.keys.view, keys.view));
+    PLUMB_TRY(backend.copy(layer.values.view, values.view));
+    twin.keys = std::move(keys);
+    twin.values = std::move(values);
+    copy.layers_.push_back(std::move(twin));
+  }
+  return copy;
+}
+
+int64_t StreamCache::bytes_for(const Config& config, int64_t positions, int64_t max_chunk_rows,
+                               int64_t initial_positions) {
+  int64_t total = 0;
+  for (const LayerSpec& spec : config.layers) {
+    int64_t capacity = std::max<int64_t>(initial_positions, 1);
+    if (spec.kind == LayerKind::sliding) {
+      capacity = ops::kv_capacity(spec.window, max_chunk_rows);
+    } else {
+      while (capacity < positions) capacity *= 2;
+    }
+    total += 2 * capacity * spec.kv_heads * spec.head_dim * static_cast<int64_t>(sizeof(uint16_t));
+  }
+  return total;
 }
 
 ops::KvView StreamCache::view(size_t layer, int64_t end) const {

@@ -39,11 +39,22 @@ class StreamCache {
   Status roll_back(int64_t end);
   // Records a computed chunk: positions [0, first_position + rows) are now present (called by the forward).
   void commit(int64_t first_position, int64_t rows) { end_ = first_position + rows; }
+  // True when the stream can roll back to `position` and continue: position <= end and every sliding ring
+  // still holds the window before it.
+  bool can_resume_at(int64_t position) const;
+  // A copy on the device holding the same positions.
+  Result<StreamCache> clone(ops::Backend& backend) const;
   // Bytes held on the device.
   int64_t bytes() const;
+  // Bytes a stream created with `max_chunk_rows` holds once it has `positions` positions (global layers grown
+  // by doubling from `initial_positions`).
+  static int64_t bytes_for(const Config& config, int64_t positions, int64_t max_chunk_rows,
+                           int64_t initial_positions = 256);
 
  private:
   Status grow(ops::Backend& backend, LayerCache& layer, int64_t positions);
+  // Whether sliding layer `layer` still holds the window a row at `position` needs.
+  bool window_kept(size_t layer, int64_t position) const;
   std::vector<LayerCache> layers_;
   std::vector<int64_t> windows_;
   int64_t end_ = 0;

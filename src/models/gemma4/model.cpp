@@ -1,5 +1,7 @@
 #include <algorithm>
+#include <filesystem>
 
+#include "models/gemma4/config_fields.hpp"
 #include "models/gemma4/model.hpp"
 #include "models/gemma4/try_assign.hpp"
 
@@ -14,8 +16,28 @@ Result<Model> load_model(Config config, std::shared_ptr<const Checkpoint> checkp
   return model;
 }
 
+namespace {
+
+// generation_config.json's eos_token_id, when the file exists, replaces config.json's (instruction-tuned
+// checkpoints stop on <turn|> there).
+Status read_generation_eos(const std::string& model_dir, Config& config) {
+  const std::string path = model_dir + "/generation_config.json";
+  if (!std::filesystem::exists(path)) return {};
+  PLUMB_TRY_ASSIGN(document, read_json_file(path));
+  if (!document.is_object())
+    return error_at(path, "document", path, "is not a JSON object", "an object", document.type_name());
+  const FieldReader fields(document, path);
+  std::vector<int64_t> fallback(config.eos_token_ids.begin(), config.eos_token_ids.end());
+  PLUMB_TRY_ASSIGN(eos, fields.integer_list_or_one("eos_token_id", fallback));
+  config.eos_token_ids.assign(eos.begin(), eos.end());
+  return {};
+}
+
+}  // namespace
+
 Result<Model> load_model(const std::string& model_dir, ops::Backend& backend) {
   PLUMB_TRY_ASSIGN(config, load_config(model_dir));
+  PLUMB_TRY(read_generation_eos(model_dir, config));
   PLUMB_TRY_ASSIGN(checkpoint, Checkpoint::open(model_dir));
   return load_model(std::move(config), std::make_shared<const Checkpoint>(std::move(checkpoint)), backend);
 }

@@ -64,7 +64,7 @@ std::vector<TinyTensor> tiny_tensors(const TinyOptions& options, const std::stri
   const Draw norm{1.0, 0.25};
   auto linear = [](int64_t in) { return Draw{0.0, std::sqrt(3.0 / static_cast<double>(in))}; };
   std::vector<TinyTensor> tensors;
-  tensors.push_back({prefix + "embed_tokens", {tiny_vocab_size(), hidden}, {0.0, 0.8}, true});
+  tensors.push_back({prefix + "embed_tokens", {tiny_vocab_size(), hidden}, {0.0, 0.3}, true});
   for (int64_t i = 0; i < options.layers; ++i) {
     const bool full = i == options.layers - 1 || (i + 1) % 6 == 0;
     const int64_t head_dim = full ? options.global_head_dim : options.head_dim;
