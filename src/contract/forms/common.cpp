@@ -1,0 +1,48 @@
+#include "contract/forms/common.hpp"
+
+#include <cstring>
+
+#include "core/error.hpp"
+
+namespace plumb::contract::forms {
+
+HostData bf16_data(std::string name, Shape shape, std::span<const uint16_t> values, bool per_row) {
+  HostData data = HostData::zeros(std::move(name), DType::bf16, std::move(shape), per_row);
+  PLUMB_ASSERT(values.size() == static_cast<size_t>(data.elements()), "one value per element");
+  std::memcpy(data.bytes.data(), values.data(), data.bytes.size());
+  return data;
+}
+
+HostData i32_data(std::string name, Shape shape, std::span<const int32_t> values, bool per_row) {
+  HostData data = HostData::zeros(std::move(name), DType::i32, std::move(shape), per_row);
+  PLUMB_ASSERT(values.size() == static_cast<size_t>(data.elements()), "one value per element");
+  std::memcpy(data.bytes.data(), values.data(), data.bytes.size());
+  return data;
+}
+
+Span exact_at(const HostData& data, int64_t i) {
+  return Span::exact(data.value(i));
+}
+
+float f32_at(const HostData& data, int64_t i) {
+  return static_cast<float>(data.value(i));
+}
+
+std::vector<uint16_t> activations(Inputs inputs, Rng& rng, int64_t rows, int64_t width, double scale) {
+  switch (inputs) {
+    case Inputs::zero_sum:
+      return zero_sum_bf16(rng, rows, width, 64);
+    case Inputs::cancel_pairs:
+      return cancel_pairs_bf16(rng, rows, width, 3, 64);
+    case Inputs::extremes: {
+      std::vector<uint16_t> values = extremes_bf16(rng, rows * width, 0x1p100);
+      // An all-zero row: the norms' eps is all that keeps it finite.
+      for (int64_t k = 0; k < width; ++k) values[static_cast<size_t>(k)] = (k % 2) ? 0x8000 : 0x0000;
+      return values;
+    }
+    default:
+      return gaussian_bf16(rng, rows * width, scale);
+  }
+}
+
+}  // namespace plumb::contract::forms

@@ -1,0 +1,41 @@
+#pragma once
+// Helpers the op forms share: host tensors from generated values, and activations per input kind.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "contract/call.hpp"
+#include "contract/inputs.hpp"
+#include "contract/span.hpp"
+
+namespace plumb::contract::forms {
+
+HostData bf16_data(std::string name, Shape shape, std::span<const uint16_t> values, bool per_row);
+HostData i32_data(std::string name, Shape shape, std::span<const int32_t> values, bool per_row);
+Span exact_at(const HostData& data, int64_t i);
+float f32_at(const HostData& data, int64_t i);
+
+// bf16 activations [rows, width] for an input kind: Gaussian of `scale`, zero-sum integer rows, +-2^20
+// pairs among small integers, or values spread over bf16's range (with an all-zero row first).
+std::vector<uint16_t> activations(Inputs inputs, Rng& rng, int64_t rows, int64_t width, double scale);
+
+// The Gemma 4 model shapes (reference/gemma4.md §1.1).
+struct ModelShape {
+  const char* name;  // "12b", "31b"
+  int64_t hidden;
+  int64_t intermediate;
+  int64_t heads;
+  int64_t sliding_kv_heads;
+  int64_t global_kv_heads;
+  int64_t sliding_head_dim;
+  int64_t global_head_dim;
+};
+inline constexpr ModelShape kGemma12b{"12b", 3840, 15360, 16, 8, 1, 256, 512};
+inline constexpr ModelShape kGemma31b{"31b", 5376, 21504, 32, 16, 4, 256, 512};
+inline constexpr int64_t kVocab = 262144;
+inline constexpr int64_t kContext = 262144;  // max_position_embeddings
+inline constexpr int64_t kSlidingWindow = 1024;
+inline constexpr float kRmsEps = 1e-6f;
+
+}  // namespace plumb::contract::forms

@@ -1,0 +1,174 @@
+// Forms of rms_norm and norm_rope, with their ranges: the sum of squares in fp32 in any order, rsqrtf within
+// its ulps, cos/sin within theirs, and bf16 wherever HF rounds.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "contract/forms/common.hpp"
+#include "contract/registry.hpp"
+#include "core/half.hpp"
+#include "ops/ops.hpp"
+
+namespace plumb::contract::forms {
+namespace {
+
+// HF Gemma4RMSNorm: (x * rsqrt(mean(x^2) + eps)) * w in fp32, before the final rounding.
+std::vector<Span> rms_norm_vector(const HostData& x, int64_t offset, int64_t dim, const HostData* weight,
+                                  float eps) {
+  std::vector<float> values(static_cast<size_t>(dim));
+  for (int64_t k = 0; k < dim; ++k) values[static_cast<size_t>(k)] = f32_at(x, offset + k);
+  const Span sum_squares = f32_dot(values, values);
+  const Span mean = f32_chain(sum_squares / Span::exact(static_cast<double>(dim)), 2);  // / dim or * (1/dim)
+  const Span inverse = f32_rsqrt(f32_add(mean, Span::exact(eps)));
+  std::vector<Span> out(static_cast<size_t>(dim));
+  for (int64_t k = 0; k < dim; ++k) {
+    const Span xk = Span::exact(values[static_cast<size_t>(k)]);
+    out[static_cast<size_t>(k)] =
+        weight == nullptr ? f32_mul(xk, inverse) : f32_chain(xk * inverse * exact_at(*weight, k), 2);
+  }
+  return out;
+}
+
+class NormForm : public Form {
+ public:
+  NormForm(std::string op, std::string name, std::string dims, int64_t heads, int64_t dim, bool weighted)
+      : Form(std::move(op), std::move(name), std::move(dims)), heads_(heads), dim_(dim), weighted_(weighted) {
+    stresses = {Inputs::zero_sum, Inputs::cancel_pairs, Inputs::extremes};
+  }
+
+ protected:
+  // x [rows, heads, dim] (or [rows, dim] when heads is 0) and, when weighted, the bf16 weight (around 1).
+  Call norm_call(const CallRequest& request) const {
+    Rng rng(request.seed);
+    Call call;
+    call.inputs_kind = std::string(inputs_name(request.inputs));
+    call.seed = request.seed;
+    call.rows = request.rows;
+    const int64_t width = std::max<int64_t>(heads_, 1) * dim_;
+    Shape shape = heads_ > 0 ? Shape{request.rows, heads_, dim_} : Shape{request.rows, dim_};
+    call.inputs.push_back(
+        bf16_data("x", shape, activations(request.inputs, rng, request.rows, width, 3.0), true));
+    if (weighted_) {
+      Rng shared(request.shared_seed);
+      std::vector<uint16_t> weight = gaussian_bf16(shared, dim_, 0.5);
+      for (auto& w : weight) w = f32_to_bf16(1.0f + bf16_to_f32(w));
+      call.inputs.push_back(bf16_data("weight", {dim_}, weight, false));
+    }
+    call.outputs.push_back(HostData::zeros("out", DType::bf16, shape, true));
+    return call;
+  }
+
+  const HostData* weight(const Call& call) const { return weighted_ ? &call.inputs[1] : nullptr; }
+  const TensorView* weight_view(std::span<const TensorView> in) const { return weighted_ ? &in[1] : nullptr; }
+
+  int64_t heads_;  // 0: [rows, dim]
+  int64_t dim_;
+  bool weighted_;
+};
+
+class RmsNormForm final : public NormForm {
+ public:
+  RmsNormForm(std::string name, int64_t heads, int64_t dim, bool weighted)
+      : NormForm("rms_norm", std::move(name),
+                 fmt::format(
+                     "{}, eps 1e-6, {}",
+                     heads > 0 ? fmt::format("[rows, {}, {}]", heads, dim) : fmt::format("[rows, {}]", dim),
+                     weighted ? "weighted" : "weightless"),
+                 heads, dim, weighted) {}
+
+  Call make_call(const CallRequest& request) const override { return norm_call(request); }
+
+  Status launch(ops::Backend& backend, const Call&, std::span<const TensorView> in,
+                std::span<const TensorView> out) const override {
+    return ops::rms_norm(backend, in[0], weight_view(in), kRmsEps, out[0]);
+  }
+
+  std::vector<std::vector<Span>> expected(const Call& call) const override {
+    std::vector<Span> out;
+    const HostData& x = call.inputs[0];
+    for (int64_t offset = 0; offset < x.elements(); offset += dim_)
+      for (const Span& value : rms_norm_vector(x, offset, dim_, weight(call), kRmsEps))
+        out.push_back(bf16(value));
+    return {out};
+  }
+};
+
+// q/k norm then RoPE (rotate_half layout), with HF's bf16 points: n = bf16(norm), c/s = bf16(cos/sin(theta)),
+// out = bf16(bf16(n * c) + bf16(rotate_half(n) * s)).
+class NormRopeForm final : public NormForm {
+ public:
+  NormRopeForm(std::string name, int64_t heads, const ops::RopeSpec& rope)
+      : NormForm("norm_rope", std::move(name),
+                 fmt::format("[rows, {}, {}], theta {}, rotary {}", heads, rope.head_dim, rope.theta,
+                             rope.partial_rotary_factor),
+                 heads, rope.head_dim, true),
+        inv_freq_(ops::rope_inv_freq(rope)),
+        rope_(rope) {}
+
+  Call make_call(const CallRequest& request) const override {
+    Call call = norm_call(request);
+    Rng rng(mix_seed(request.seed, 77));
+    // Positions over the whole context; the extremes stress sits at its far end, where angles are largest.
+    const int64_t low = request.inputs == Inputs::extremes ? kContext - 4096 : 0;
+    std::vector<int32_t> positions(static_cast<size_t>(request.rows));
+    for (auto& p : positions) p = static_cast<int32_t>(rng.integer(low, kContext - 1));
+    call.inputs.push_back(i32_data("positions", {request.rows}, positions, true));
+    return call;
+  }
+
+  Status launch(ops::Backend& backend, const Call&, std::span<const TensorView> in,
+                std::span<const TensorView> out) const override {
+    return ops::norm_rope(backend, in[0], weight_view(in), kRmsEps, in[2], rope_, out[0]);
+  }
+
+  std::vector<std::vector<Span>> expected(const Call& call) const override {
+    const HostData& x = call.inputs[0];
+    const HostData& positions = call.inputs[2];
+    const int64_t half = dim_ / 2;
+    std::vector<Span> out(static_cast<size_t>(x.elements()));
+    for (int64_t offset = 0; offset < x.elements(); offset += dim_) {
+      const int64_t row = offset / (heads_ * dim_);
+      std::vector<Span> normed = rms_norm_vector(x, offset, dim_, weight(call), kRmsEps);
+      for (Span& value : normed) value = bf16(value);
+      for (int64_t i = 0; i < half; ++i) {
+        const Span theta = f32_mul(exact_at(positions, row), Span::exact(inv_freq_[static_cast<size_t>(i)]));
+        const Span cosine = bf16(f32_cos(theta)), sine = bf16(f32_sin(theta));
+        const Span& first = normed[static_cast<size_t>(i)];
+        const Span& second = normed[static_cast<size_t>(i + half)];
+        out[static_cast<size_t>(offset + i)] =
+            bf16(f32_add(bf16(f32_mul(first, cosine)), bf16(f32_mul(-second, sine))));
+        out[static_cast<size_t>(offset + i + half)] =
+            bf16(f32_add(bf16(f32_mul(second, cosine)), bf16(f32_mul(first, sine))));
+      }
+    }
+    return {out};
+  }
+
+ private:
+  std::vector<float> inv_freq_;
+  ops::RopeSpec rope_;
+};
+
+}  // namespace
+
+void register_norm_forms(Registry& registry) {
+  auto& forms = registry.forms;
+  for (const ModelShape& model : {kGemma12b, kGemma31b}) {
+    const std::string m = model.name;
+    forms.push_back(std::make_unique<RmsNormForm>("rms_norm/" + m + "-hidden", 0, model.hidden, true));
+    forms.push_back(std::make_unique<RmsNormForm>("rms_norm/" + m + "-v-sliding", model.sliding_kv_heads,
+                                                  model.sliding_head_dim, false));
+    forms.push_back(std::make_unique<RmsNormForm>("rms_norm/" + m + "-v-global", model.global_kv_heads,
+                                                  model.global_head_dim, false));
+    const ops::RopeSpec sliding{10000.0, model.sliding_head_dim, 1.0, 1.0};
+    const ops::RopeSpec global{1000000.0, model.global_head_dim, 0.25, 1.0};
+    forms.push_back(std::make_unique<NormRopeForm>("norm_rope/" + m + "-q-sliding", model.heads, sliding));
+    forms.push_back(
+        std::make_unique<NormRopeForm>("norm_rope/" + m + "-k-sliding", model.sliding_kv_heads, sliding));
+    forms.push_back(std::make_unique<NormRopeForm>("norm_rope/" + m + "-q-global", model.heads, global));
+    forms.push_back(
+        std::make_unique<NormRopeForm>("norm_rope/" + m + "-k-global", model.global_kv_heads, global));
+  }
+}
+
+}  // namespace plumb::contract::forms
