@@ -4,16 +4,18 @@
 Builds tiny random-weight Gemma 4 models (several geometries: sliding windows shorter than the sequence, norms and
 layer scalars away from 1, the soft cap set, keys reused as values and proportional RoPE on the global layers),
 writes each checkpoint (config.json + model.safetensors, bf16) and HF's logits for one token sequence:
-hf_fp32.npy (the bf16 weights run in float32, eager attention), hf_bf16.npy (bf16, sdpa attention, transformers'
-default) and hf_bf16_eager.npy. MLX affine variants come from this script's own quantizer (MLX's rule and bit
-layout); their HF logits are computed on the dequantized weights bf16(f32(scale * q) + bias).
+hf_fp32.npy (the bf16 weights run in float32, eager attention) and hf_bf16.npy (bf16, sdpa attention,
+transformers' default; bf16 eager's errors are recorded in manifest.json). MLX affine variants come from this
+script's own quantizer (MLX's rule and bit layout); their HF logits are computed on the dequantized weights
+bf16(f32(scale * q) + bias), which is what Plumb's ops compute from the packed ones.
 
 Needs torch, transformers 5.x and numpy only (the safetensors files are written here). Deterministic: CPU, fixed
 seeds, no TF32. Usage:
 
     python3 tools/reference/gemma4_fixtures.py OUTDIR
 
-then copy OUTDIR to tests/fixtures/gemma4/ (a few MB). manifest.json lists every variant and the token sequence.
+then copy OUTDIR's contents to tests/fixtures/gemma4/ (about 8 MB). manifest.json lists every variant, the token
+sequence and the versions used.
 """
 
 import json
@@ -165,7 +167,7 @@ GEOMETRIES = {
     # tighter soft cap.
     "causal": dict(
         kind="causal",
-        text=text_fields(128, 256, [S, S, F, S, S, F], 8, 4, 16, 32, 2, True, 5, 15.0, full_theta=5e5),
+        text=text_fields(128, 128, [S, S, F, S, S, F], 8, 4, 16, 32, 2, True, 5, 15.0, full_theta=5e5),
     ),
     # Global layers with their own value projection (attention_k_eq_v false) and a half-rotated RoPE.
     "separate_values": dict(
@@ -265,11 +267,17 @@ def logits_of(model, tokens, dtype, attention):
 
 
 def reference_logits(model, tokens):
-    return {
-        "hf_fp32": logits_of(model, tokens, torch.float32, "eager"),
-        "hf_bf16": logits_of(model, tokens, torch.bfloat16, "sdpa"),
-        "hf_bf16_eager": logits_of(model, tokens, torch.bfloat16, "eager"),
+    """fp32 (eager) and bf16 (sdpa) logits, and for the record bf16 eager's errors against fp32."""
+    fp32 = logits_of(model, tokens, torch.float32, "eager")
+    bf16 = logits_of(model, tokens, torch.bfloat16, "sdpa")
+    eager = logits_of(model, tokens, torch.bfloat16, "eager")
+    record = {
+        "hf_bf16_sdpa_max_abs_error": float(np.abs(bf16 - fp32).max()),
+        "hf_bf16_sdpa_mean_abs_error": float(np.abs(bf16 - fp32).mean()),
+        "hf_bf16_eager_max_abs_error": float(np.abs(eager - fp32).max()),
+        "hf_bf16_eager_mean_abs_error": float(np.abs(eager - fp32).mean()),
     }
+    return {"hf_fp32": fp32, "hf_bf16": bf16}, record
 
 
 def config_json(model, quantization=None):
@@ -363,9 +371,9 @@ def main():
     for geometry_name, geometry in GEOMETRIES.items():
         model = build_model(geometry)
         state = text_state(model)
-        logits = reference_logits(model, tokens)
+        logits, record = reference_logits(model, tokens)
         write_variant(outdir, geometry_name, config_json(model), bf16_tensors(state), {"format": "pt"}, logits)
-        manifest["variants"].append({"name": geometry_name, "geometry": geometry_name, "format": "bf16"})
+        manifest["variants"].append({"name": geometry_name, "geometry": geometry_name, "format": "bf16", **record})
         print(f"{geometry_name}: {model.__class__.__name__}, {sum(v.size for v in state.values())} weights", flush=True)
         if geometry_name != "unified":
             continue
@@ -374,10 +382,10 @@ def main():
             tensors, dequantized, quantization = affine_variant(model, state, bits, group, overrides)
             variant_model = build_model(geometry)
             load_state(variant_model, dequantized)
-            write_variant(outdir, name, config_json(variant_model, quantization), tensors, {"format": "mlx"},
-                          reference_logits(variant_model, tokens))
+            logits, record = reference_logits(variant_model, tokens)
+            write_variant(outdir, name, config_json(variant_model, quantization), tensors, {"format": "mlx"}, logits)
             manifest["variants"].append({"name": name, "geometry": geometry_name, "format": "affine",
-                                         "bits": bits, "group": group})
+                                         "bits": bits, "group": group, **record})
             print(f"{name}: done", flush=True)
     with open(os.path.join(outdir, "manifest.json"), "w") as file:
         json.dump(manifest, file, indent=2)
