@@ -9,6 +9,7 @@ packages=(
   libpcre2-dev libutf8proc-dev libpng-dev libjpeg62-turbo-dev libwebp-dev
   libcli11-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   nodejs npm python3
+  python3-jinja2
 )
 missing=()
 for package in "${packages[@]}"; do

@@ -10,6 +10,7 @@
 #include "text/template/args.hpp"
 #include "text/template/interpreter.hpp"
 #include "text/template/json.hpp"
+#include "text/template/methods.hpp"
 #include "text/template/ops.hpp"
 #include "text/template/pystr.hpp"
 
@@ -274,8 +275,12 @@ constexpr std::array<NamedFilter, 24> kFilters = {{
     {"d", default_filter},
     {"attr",
      [](Interpreter&, const Value& v, CallArgs& args) {
-       ArgList a(what("attr"), args, {"name"}, 1);
-       return get_attr(v, a.string_at(0, ""));
+       // Attributes only, never dict keys, as Jinja's attr filter uses getattr alone.
+       const std::string name = ArgList(what("attr"), args, {"name"}, 1).string_at(0, "");
+       if (v.is_namespace())
+         if (const Value* found = v.entries().find(name)) return *found;
+       if (auto method = bound_method(v, name)) return *method;
+       return Value::undefined("'" + object_description(v) + "' has no attribute '" + name + "'");
      }},
     {"pprint",
      [](Interpreter&, const Value& v, CallArgs& args) {

@@ -263,7 +263,7 @@ Value Interpreter::invoke(const Stmt& stmt, const std::weak_ptr<Scope>& home, Ca
     std::vector<Value> rest;
     for (std::size_t i = stmt.params.size(); i < args.positional.size(); ++i)
       rest.push_back(args.positional[i]);
-    frame->vars["varargs"] = Value::list(std::move(rest));
+    frame->vars["varargs"] = Value::list(std::move(rest), true);
   }
   return Value::string(render_block(stmt.body, frame));
 }

@@ -167,7 +167,7 @@ class Lexer {
   void lex_comment(int line);
   void lex_raw(std::size_t body_start, int line);
   void lex_tag(char kind, int open_line);
-  bool lex_tag_end(char kind);
+  bool lex_tag_end(char kind, bool emit = true);
   void lex_number();
   void lex_string(int line);
 };
@@ -282,12 +282,12 @@ void Lexer::lex_raw(std::size_t body_start, int line) {
     if (sign == '-') body = py::strip(body, std::nullopt, false, true);
     if (!body.empty()) push(Tok::Text, std::move(body), body_line);
     advance(probe - pos_);
-    lex_tag_end('%');
+    lex_tag_end('%', false);
     return;
   }
 }
 
-bool Lexer::lex_tag_end(char kind) {
+bool Lexer::lex_tag_end(char kind, bool emit) {
   if (kind == '%') {
     if (at("-%}")) {
       advance(3);
@@ -302,7 +302,7 @@ bool Lexer::lex_tag_end(char kind) {
     } else {
       return false;
     }
-    push(Tok::BlockEnd, "%}", line_);
+    if (emit) push(Tok::BlockEnd, "%}", line_);
     return true;
   }
   if (at("-}}")) {
