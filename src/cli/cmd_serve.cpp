@@ -31,20 +31,20 @@ std::string mib(int64_t bytes) {
 }
 
 // One line: what is served, where, and the memory it holds.
-void report_start(const ServeOptions& options, const server::Loaded& loaded, int port) {
-  const engine::Engine& engine = *loaded.served.engine;
+void report_start(const ServeOptions& options, const server::Server& server, int64_t weight_bytes, int port) {
+  const server::ServedModel& served = server.served();
+  const engine::Engine& engine = *served.engine;
   const engine::Metrics metrics = engine.metrics();
   std::printf(
       "plumb serve: model %s (%s, %s backend) context %lld parallel %d drafts %s weights %s kv budget %s "
       "resident %s listening on http://%s:%d%s\n",
-      loaded.served.name.c_str(), std::string(engine.model().family()).c_str(),
+      served.name.c_str(), std::string(engine.model().family()).c_str(),
       std::string(engine.model().backend_name()).c_str(), static_cast<long long>(engine.context()),
-      options.load.engine.parallel, options.drafts.c_str(), mib(loaded.weight_bytes).c_str(),
+      options.load.engine.parallel, options.drafts.c_str(), mib(weight_bytes).c_str(),
       mib(metrics.kv_budget_bytes).c_str(), mib(server::resident_bytes()).c_str(), options.http.host.c_str(),
       port, options.http.api_keys.empty() ? "" : " (api keys required)");
-  if (!loaded.served.prompt.has_template())
-    std::printf("plumb serve: note: chat routes are off: %s\n",
-                loaded.served.prompt.template_problem().c_str());
+  if (!served.prompt.has_template())
+    std::printf("plumb serve: note: chat routes are off: %s\n", served.prompt.template_problem().c_str());
   std::fflush(stdout);
 }
 
@@ -64,7 +64,7 @@ int serve(ServeOptions& options) {
   if (!server.ok()) return report_bad_input("serve", server.error().message);
   auto port = (*server)->bind();
   if (!port.ok()) return report_bad_input("serve", port.error().message);
-  report_start(options, *loaded, *port);
+  report_start(options, **server, loaded->weight_bytes, *port);
   server::Server& running = **server;
   std::thread watcher([&running, signals] {
     int received = 0;

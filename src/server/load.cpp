@@ -40,23 +40,21 @@ int64_t safetensors_bytes(const std::filesystem::path& dir) {
 Result<Loaded> load_served_model(const LoadOptions& options) {
   auto resolved = resolve_model(options.model);
   if (!resolved.ok()) return resolved.error();
-  Loaded loaded;
-  loaded.dir = resolved->path.string();
-  auto tokenizer = text::Tokenizer::load(loaded.dir);
+  const std::string dir = resolved->path.string();
+  auto tokenizer = text::Tokenizer::load(dir);
   if (!tokenizer.ok()) return tokenizer.error();
-  auto prompt = ChatPrompt::load(loaded.dir);
+  auto prompt = ChatPrompt::load(dir);
   if (!prompt.ok()) return prompt.error();
   auto backend = make_backend(options);
   if (!backend.ok()) return backend.error();
-  auto model = gemma4::load_model(loaded.dir, **backend);
+  auto model = gemma4::load_model(dir, **backend);
   if (!model.ok()) return model.error();
   auto lane = engine::make_gemma4_lane(std::move(*backend), std::move(*model));
   auto engine = engine::Engine::create(std::move(lane), *tokenizer, options.engine);
   if (!engine.ok()) return engine.error();
-  loaded.served = ServedModel{options.served_name.empty() ? options.model : options.served_name,
-                              std::move(*tokenizer), std::move(*prompt), std::move(*engine)};
-  loaded.weight_bytes = safetensors_bytes(loaded.dir);
-  return loaded;
+  ServedModel served{options.served_name.empty() ? options.model : options.served_name, std::move(*tokenizer),
+                     std::move(*prompt), std::move(*engine)};
+  return Loaded{std::move(served), dir, safetensors_bytes(dir)};
 }
 
 }  // namespace plumb::server

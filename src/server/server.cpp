@@ -129,6 +129,10 @@ Result<int> Server::bind() {
   return port;
 }
 
+const ServedModel& Server::served() const {
+  return state_->model;
+}
+
 void Server::serve() {
   state_->http.listen_after_bind();
 }

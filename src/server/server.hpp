@@ -53,6 +53,8 @@ class Server {
   // Refuses new generation requests, lets in-flight ones finish for up to drain_seconds, cancels the rest
   // (their streams get an error event), then stops serving. Idempotent; safe from any thread.
   void drain_and_stop();
+  // What is served (for the startup report).
+  const ServedModel& served() const;
 
   struct State;
 
