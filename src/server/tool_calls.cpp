@@ -9,7 +9,7 @@ namespace plumb::server {
 
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 constexpr std::string_view kQuote = "<|\"|>";
 constexpr int kMaxDepth = 64;
 
