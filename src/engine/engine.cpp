@@ -55,7 +55,8 @@ Engine::Impl::Impl(std::unique_ptr<LaneModel> lane, std::optional<text::Tokenize
 
 int64_t Engine::Impl::reservation(const Request& request) const {
   const auto prompt = static_cast<int64_t>(request.prompt.size());
-  const int64_t positions = std::min(prompt + request.max_tokens + options.max_draft_depth + 1, context);
+  const int64_t reply = std::min(request.max_tokens, context);  // a huge max_tokens must not overflow
+  const int64_t positions = std::min(prompt + reply + options.max_draft_depth + 1, context);
   int64_t bytes = model->state_bytes(positions, options.max_round_rows);
   if (request.use_prompt_cache && cache.budget_bytes() > 0 && !model->path_invariant())
     bytes += model->state_bytes(prompt, options.max_round_rows);  // the snapshot at the prompt's end
