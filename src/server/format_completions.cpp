@@ -13,7 +13,7 @@ json tool_call_json(const ToolCall& call, const std::string& id) {
 
 class ChatFormat : public ReplyFormat {
  public:
-  explicit ChatFormat(FormatContext context) : context_(std::move(context)), id_(new_id("chatcmpl")) {}
+  explicit ChatFormat(FormatContext context) : context_(std::move(context)), id_(new_id("chatcmpl-")) {}
 
   std::vector<Event> open() override { return {chunk({{"role", "assistant"}, {"content", ""}}, nullptr)}; }
 
@@ -24,7 +24,7 @@ class ChatFormat : public ReplyFormat {
       events.push_back(chunk({{"content", piece.content}}, nullptr));
     }
     for (const ToolCall& call : piece.tool_calls) {
-      json delta = tool_call_json(call, new_id("call"));
+      json delta = tool_call_json(call, new_id("call_"));
       delta["index"] = calls_.size();
       calls_.push_back(delta);
       events.push_back(chunk({{"tool_calls", json::array({delta})}}, nullptr));
@@ -95,7 +95,7 @@ class ChatFormat : public ReplyFormat {
 // Completions: "text_completion" bodies and events.
 class CompletionFormat : public ReplyFormat {
  public:
-  explicit CompletionFormat(FormatContext context) : context_(std::move(context)), id_(new_id("cmpl")) {}
+  explicit CompletionFormat(FormatContext context) : context_(std::move(context)), id_(new_id("cmpl-")) {}
 
   std::vector<Event> open() override { return {}; }
 

@@ -8,7 +8,7 @@ namespace {
 
 class ResponsesFormat : public ReplyFormat {
  public:
-  explicit ResponsesFormat(FormatContext context) : context_(std::move(context)), id_(new_id("resp")) {}
+  explicit ResponsesFormat(FormatContext context) : context_(std::move(context)), id_(new_id("resp_")) {}
 
   std::vector<Event> open() override {
     return {typed("response.created", {{"response", response("in_progress", nullptr)}}),
@@ -104,7 +104,7 @@ class ResponsesFormat : public ReplyFormat {
   void open_message(std::vector<Event>& events) {
     message_index_ = static_cast<int>(output_.size());
     text_.clear();
-    json item = {{"id", new_id("msg")},
+    json item = {{"id", new_id("msg_")},
                  {"type", "message"},
                  {"status", "in_progress"},
                  {"role", "assistant"},
@@ -136,8 +136,8 @@ class ResponsesFormat : public ReplyFormat {
 
   void add_call(const ToolCall& call, std::vector<Event>& events) {
     const int index = static_cast<int>(output_.size());
-    json item = {{"id", new_id("fc")},        {"type", "function_call"}, {"status", "in_progress"},
-                 {"call_id", new_id("call")}, {"name", call.name},       {"arguments", ""}};
+    json item = {{"id", new_id("fc_")},        {"type", "function_call"}, {"status", "in_progress"},
+                 {"call_id", new_id("call_")}, {"name", call.name},       {"arguments", ""}};
     events.push_back(typed("response.output_item.added", {{"output_index", index}, {"item", item}}));
     events.push_back(typed("response.function_call_arguments.delta",
                            {{"item_id", item["id"]}, {"output_index", index}, {"delta", call.arguments}}));

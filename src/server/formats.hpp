@@ -52,7 +52,8 @@ std::unique_ptr<ReplyFormat> responses_format(FormatContext context);
 json usage_json(const engine::Reply& reply);
 // The `plumb` block: token_sha, seed, drafts, timings.
 json plumb_json(const engine::Reply& reply);
-// "<prefix>-" and 24 hex digits, unique within the process and unlikely across processes.
+// `prefix` ("chatcmpl-", "call_", ...) and 24 hex digits, unique within the process and unlikely across
+// processes.
 std::string new_id(const std::string& prefix);
 // "stop", "length" or "tool_calls".
 std::string finish_reason(const engine::Reply& reply, bool has_tool_calls);

@@ -37,7 +37,7 @@ std::string new_id(const std::string& prefix) {
   static const uint64_t salt = std::random_device{}() * 0x9E3779B97F4A7C15ull ^ std::random_device{}();
   static std::atomic<uint64_t> counter{0};
   const uint64_t n = counter.fetch_add(1);
-  return fmt::format("{}-{:016x}{:08x}", prefix, salt ^ (n * 0xD1B54A32D192ED03ull), n & 0xffffffffu);
+  return fmt::format("{}{:016x}{:08x}", prefix, salt ^ (n * 0xD1B54A32D192ED03ull), n & 0xffffffffu);
 }
 
 std::string finish_reason(const engine::Reply& reply, bool has_tool_calls) {

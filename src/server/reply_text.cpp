@@ -29,19 +29,30 @@ ReplyText::ReplyText(const text::Tokenizer& tokenizer, std::vector<int32_t> end_
       stops_(std::move(stops)),
       parse_tools_(parse_tools) {}
 
+std::string ReplyText::flush_decoder() {
+  auto held = decoder_.finish();
+  // Held bytes that cannot extend the emitted text consistently are dropped, as the engine drops them.
+  decoder_ = text::StreamDecoder(tokenizer_, /*skip_special=*/true);
+  return held.ok() ? std::move(*held) : std::string();
+}
+
 Result<std::string> ReplyText::decode(std::span<const int32_t> tokens) {
   std::string text;
   for (int32_t id : tokens) {
     if (contains(end_tokens_, id)) continue;
     if (contains(marker_tokens_, id)) {
-      auto held = decoder_.finish();
-      if (!held.ok()) return held.error();
-      text += *held;
+      text += flush_decoder();
       text += tokenizer_.id_to_token(id).value_or("");
       continue;
     }
     auto piece = decoder_.push(id);
-    if (!piece.ok()) return piece.error();
+    if (!piece.ok()) {
+      // The detokenizer cannot keep what it already emitted (a byte run split by a skipped special token):
+      // the text carries on from a fresh one, as the engine's own text does, the same way for the same ids.
+      decoder_ = text::StreamDecoder(tokenizer_, /*skip_special=*/true);
+      piece = decoder_.push(id);
+      if (!piece.ok()) return piece.error();
+    }
     text += *piece;
   }
   return text;
@@ -67,9 +78,7 @@ Result<ReplyText::Piece> ReplyText::push(std::span<const int32_t> tokens) {
 }
 
 Result<ReplyText::Piece> ReplyText::finish() {
-  auto held = decoder_.finish();
-  if (!held.ok()) return held.error();
-  std::string text = stops_.push(*held).text;
+  std::string text = stops_.push(flush_decoder()).text;
   text += stops_.finish();
   return split(std::move(text), true);
 }

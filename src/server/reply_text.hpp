@@ -36,6 +36,8 @@ class ReplyText {
   // Decoded text of `tokens` before stop strings.
   Result<std::string> decode(std::span<const int32_t> tokens);
   Piece split(std::string text, bool last);
+  // What the detokenizer holds back, and a fresh detokenizer.
+  std::string flush_decoder();
 
   text::Tokenizer tokenizer_;
   text::StreamDecoder decoder_;
