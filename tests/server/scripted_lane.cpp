@@ -58,17 +58,23 @@ class ScriptedLane : public engine::LaneModel {
   }
 
  private:
-  // The token that follows `sequence`.
+  // The token that follows `sequence`: the script continues from the longest of its prefixes that ends the
+  // sequence after the last start token (the prompt may put other text there, e.g. content after a tool
+  // result).
   int32_t next_token(const std::vector<int32_t>& sequence) const {
     const auto start =
         std::find_first_of(sequence.rbegin(), sequence.rend(), script_.starts.begin(), script_.starts.end());
     if (start == sequence.rend()) return script_.end;
-    const auto written = static_cast<size_t>(start - sequence.rbegin());
+    const auto after = static_cast<size_t>(start - sequence.rbegin());
     const bool tools = std::find(sequence.begin(), sequence.end(), script_.tool_marker) != sequence.end();
     const bool answered =
         std::find(sequence.begin(), sequence.end(), script_.response_marker) != sequence.end();
     const std::vector<int32_t>& script = tools && !answered ? script_.tool_script : script_.text_script;
-    return written < script.size() ? script[written] : script_.end;
+    for (size_t written = std::min(after, script.size()); written > 0; --written)
+      if (std::equal(script.begin(), script.begin() + static_cast<std::ptrdiff_t>(written),
+                     sequence.end() - static_cast<std::ptrdiff_t>(written)))
+        return written < script.size() ? script[written] : script_.end;
+    return script.empty() ? script_.end : script[0];
   }
 
   void add_row(engine::LaneLogits& logits, int32_t token) const {

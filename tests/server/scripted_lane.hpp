@@ -6,7 +6,9 @@
 // The script starts after the last of the `starts` tokens in the sequence (Gemma 4's generation prompt ends
 // with <channel|>; a turn that continues after a tool response starts after <tool_response|>). A conversation
 // that declares tools (it holds <|tool>) and has no tool response yet gets `tool_script`; any other gets
-// `text_script`. Past the script's end, or with no start token, the model writes `end`. The scripted token
+// `text_script`, continued from the longest script prefix that ends the sequence (the prompt may put other
+// text after the start token). Past the script's end, or with no start token, the model writes `end`. The
+// scripted token
 // gets a logit far above the others, so sampled and greedy draws agree.
 #include <cstdint>
 #include <memory>
