@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -50,6 +51,32 @@ int number_after(std::string_view line, std::string_view prefix) {
              : std::stoi(std::string(line.substr(at + prefix.size(), end - at - prefix.size())));
 }
 
+// nvcc names an anonymous namespace _GLOBAL__N__<hash>_<length>_<file>_<hash>, with hashes that depend on
+// the build; the records keep _GLOBAL__N__<file> so they compare across machines.
+std::string stable_name(std::string name) {
+  constexpr std::string_view kAnonymous = "_GLOBAL__N__";
+  for (size_t at = name.find(kAnonymous); at != std::string::npos; at = name.find(kAnonymous, at + 1)) {
+    size_t i = at + kAnonymous.size();
+    while (i < name.size() && std::isxdigit(static_cast<unsigned char>(name[i]))) ++i;
+    if (i >= name.size() || name[i] != '_') continue;
+    size_t digits_end = ++i;
+    while (digits_end < name.size() && std::isdigit(static_cast<unsigned char>(name[digits_end])))
+      ++digits_end;
+    if (digits_end == i || digits_end >= name.size() || name[digits_end] != '_') continue;
+    const size_t length = std::stoul(name.substr(i, digits_end - i));
+    const size_t file_begin = digits_end + 1;
+    size_t end = file_begin + length;
+    if (end >= name.size() || name[end] != '_') continue;
+    ++end;
+    // The trailing hash has eight hex digits; the entity's length prefix follows at once.
+    for (int digit = 0;
+         digit < 8 && end < name.size() && std::isxdigit(static_cast<unsigned char>(name[end])); ++digit)
+      ++end;
+    name.replace(at, end - at, std::string(kAnonymous) + name.substr(file_begin, length));
+  }
+  return name;
+}
+
 std::string key_of(const KernelResources& kernel) {
   return kernel.kernel + " " + kernel.target;
 }
@@ -92,11 +119,11 @@ Result<std::vector<KernelResources>> parse_compiler_report(std::string_view text
   for (std::string_view line : split_lines(text)) {
     if (line.find("Compiling entry function '") != std::string_view::npos) {
       entry = KernelResources{};
-      entry.kernel = std::string(between(line, "entry function '", "'"));
+      entry.kernel = stable_name(std::string(between(line, "entry function '", "'")));
       entry.target = std::string(between(line, "' for '", "'"));
     } else if (line.find("Function properties for ") != std::string_view::npos) {
       const size_t at = line.find("Function properties for ") + 24;
-      properties_for = std::string(line.substr(at));
+      properties_for = stable_name(std::string(line.substr(at)));
     } else if (line.find("bytes stack frame") != std::string_view::npos && properties_for == entry.kernel) {
       entry.stack = number_before(line, "bytes stack frame");
       entry.spill_stores = number_before(line, "bytes spill stores");
@@ -111,7 +138,7 @@ Result<std::vector<KernelResources>> parse_compiler_report(std::string_view text
       cuobjdump_target = std::string(line.substr(line.find("arch = ") + 7));
     } else if (line.find(" Function ") != std::string_view::npos && !line.empty() && line.back() == ':') {
       entry = KernelResources{};
-      entry.kernel = std::string(between(line, " Function ", ":"));
+      entry.kernel = stable_name(std::string(between(line, " Function ", ":")));
       entry.target = cuobjdump_target;
     } else if (line.find("REG:") != std::string_view::npos && !entry.kernel.empty()) {
       entry.registers = number_after(line, "REG:");
@@ -159,8 +186,12 @@ std::string format_records(const std::vector<KernelResources>& records) {
 
 std::vector<std::string> compare_records(const std::vector<KernelResources>& records,
                                          const std::vector<KernelResources>& report) {
+  // Records of targets this build did not compile (sm_80 in a sm_90-only build) are not compared.
+  std::set<std::string> targets;
+  for (const KernelResources& kernel : report) targets.insert(kernel.target);
   std::map<std::string, const KernelResources*> recorded;
-  for (const KernelResources& record : records) recorded[key_of(record)] = &record;
+  for (const KernelResources& record : records)
+    if (targets.count(record.target)) recorded[key_of(record)] = &record;
   std::vector<std::string> problems;
   for (const KernelResources& kernel : report) {
     if (kernel.spill_stores > 0 || kernel.spill_loads > 0)

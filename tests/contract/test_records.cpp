@@ -113,6 +113,28 @@ TEST(Records, UpdateKeepsOpsAndRoundTrips) {
   EXPECT_TRUE(compare_records(*reread, *report).empty());
 }
 
+TEST(Records, AnonymousNamespaceHashesAreDropped) {
+  auto report = parse_compiler_report(
+      "ptxas info    : Compiling entry function "
+      "'_ZN5plumb4cuda41_GLOBAL__N__19a6c30e_9_k_norm_cu_11d1420915rms_norm_kernelENS0_11RmsNormArgsE' for "
+      "'sm_90'\nptxas info    : Used 30 registers, used 0 barriers\n");
+  ASSERT_TRUE(report.ok());
+  ASSERT_EQ(report->size(), 1u);
+  EXPECT_EQ((*report)[0].kernel, "_ZN5plumb4cuda41_GLOBAL__N__k_norm_cu15rms_norm_kernelENS0_11RmsNormArgsE");
+  EXPECT_TRUE(mangled_names((*report)[0].kernel, "rms_norm_kernel"));
+}
+
+TEST(Records, RecordsOfTargetsNotBuiltAreNotCompared) {
+  auto report = parse_compiler_report(fixture("resources_cuobjdump.txt"));  // sm_90 only
+  auto records = parse_records(fixture("resources_records.txt"), "resources_records.txt");
+  ASSERT_TRUE(report.ok() && records.ok());
+  const auto problems = compare_records(*records, *report);
+  // Two sm_90 records name kernels this report lacks; the four sm_80 records are not compared.
+  ASSERT_EQ(problems.size(), 2u) << problems.front();
+  for (const std::string& problem : problems)
+    EXPECT_NE(problem.find("on sm_90 names no kernel"), std::string::npos);
+}
+
 TEST(Records, MalformedRecordLineIsNamed) {
   auto records = parse_records("sm_90 k op add registers x\n", "bad.txt");
   ASSERT_FALSE(records.ok());
