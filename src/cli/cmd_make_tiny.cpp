@@ -17,6 +17,8 @@ struct MakeTinyOptions {
   std::optional<int> bits;
   int group = 64;
   uint64_t seed = 4;
+  std::string geometry;
+  int threads = 0;
 };
 
 int run_make_tiny(const MakeTinyOptions& options) {
@@ -24,6 +26,12 @@ int run_make_tiny(const MakeTinyOptions& options) {
     return report_bad_input("make-tiny",
                             "family '" + options.family + "' has no tiny checkpoint; expected gemma4");
   gemma4::TinyOptions tiny;
+  if (!options.geometry.empty()) {
+    auto real = gemma4::geometry_options(options.geometry);
+    if (!real.ok()) return report_bad_input("make-tiny", real.error().message);
+    tiny = *real;
+  }
+  tiny.threads = options.threads;
   tiny.bits = options.bits;
   tiny.group = options.group;
   tiny.seed = options.seed;
@@ -44,6 +52,11 @@ const RegisterCommand kMakeTiny{{
       command.add_option("--group", options->group, "MLX affine group size (32, 64 or 128)")
           ->capture_default_str();
       command.add_option("--seed", options->seed, "Seed of the random weights")->capture_default_str();
+      command.add_option(
+          "--geometry", options->geometry,
+          "Random weights at a real geometry instead: 12b or 31b (tens of GB; the tiny tokenizer)");
+      command.add_option("--threads", options->threads, "Threads generating weights (0: up to 32)")
+          ->capture_default_str();
       return [options] { return run_make_tiny(*options); };
     },
 }};

@@ -26,7 +26,25 @@ struct TinyOptions {
   int64_t global_head_dim = 64;
   int64_t global_kv_heads = 1;
   int64_t sliding_window = 8;
+  int64_t vocab = 0;  // 0: the tiny tokenizer's size
+  int64_t max_positions = 4096;
+  bool unified = true;                         // gemma4_unified (the 12B's type), else gemma4 (the 31B's)
+  int64_t max_shard_bytes = int64_t{4} << 30;  // larger checkpoints are sharded with an index
+  int threads = 0;                             // 0: up to 32 hardware threads; the bytes do not depend on it
 };
+
+// Random weights at a real geometry (issue 6, for speed at full size): "12b" (gemma4_unified: hidden 3840, 48
+// layers, 16 heads, 8 KV heads of 256 on sliding layers, one of 512 on global ones, GeGLU 15360, vocab
+// 262144) or "31b" (gemma4: hidden 5376, 60 layers, 32 heads, 16 KV heads of 256, 4 of 512 on global layers,
+// GeGLU 21504).
+Result<TinyOptions> geometry_options(std::string_view name);
+
+// The model's vocabulary: options.vocab, or the tiny tokenizer's size.
+int64_t tiny_model_vocab(const TinyOptions& options);
+// Layer i is full attention: every sixth layer, and the last.
+bool tiny_layer_is_full(const TinyOptions& options, int64_t layer);
+// Writes model.safetensors (or shards and model.safetensors.index.json).
+Status write_tiny_weights(const std::string& dir, const TinyOptions& options);
 
 // The tiny tokenizer's vocabulary size (ids 0 .. size - 1).
 int64_t tiny_vocab_size();

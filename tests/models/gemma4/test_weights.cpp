@@ -164,5 +164,53 @@ TEST_F(Gemma4Weights, RefusalsComeBeforeAnyWeightIsRead) {
       << message;
 }
 
+TEST_F(Gemma4Weights, ShardedCheckpointGivesTheSameLogits) {
+  TinyOptions options;
+  options.bits = 4;
+  write(options);
+  auto backend = cpu::make_cpu_backend(1);
+  auto whole = load_model(dir_.path().string(), *backend);
+  ASSERT_TRUE(whole.ok()) << whole.error().message;
+  TempDir sharded_dir("plumb-gemma4-sharded");
+  options.max_shard_bytes = 64 << 10;
+  ASSERT_TRUE(write_tiny_checkpoint(sharded_dir.path().string(), options).ok());
+  ASSERT_TRUE(std::filesystem::exists(sharded_dir.path() / "model.safetensors.index.json"));
+  int shards = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(sharded_dir.path()))
+    shards += entry.path().filename().string().starts_with("model-0000");
+  EXPECT_GT(shards, 4) << "the tiny 4-bit model (560 KiB) in shards of at most 64 KiB";
+  auto sharded = load_model(sharded_dir.path().string(), *backend);
+  ASSERT_TRUE(sharded.ok()) << sharded.error().message;
+  const std::vector<int32_t> tokens = {2, 400, 401, 402, 403, 404, 405, 406, 407, 408};
+  auto expected = score(*whole, tokens), got = score(*sharded, tokens);
+  ASSERT_TRUE(expected.ok() && got.ok());
+  testing::expect_same_bits(expected->values, got->values, "sharded checkpoint");
+}
+
+TEST(Gemma4Geometry, RealGeometriesDeclareTheShapesOfThe12bAnd31b) {
+  auto twelve = geometry_options("12b");
+  ASSERT_TRUE(twelve.ok());
+  auto config = parse_config(tiny_config_json(*twelve), "12b");
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->model_type, "gemma4_unified");
+  EXPECT_EQ(config->layer_count(), 48);
+  EXPECT_EQ(config->vocab, 262144);
+  EXPECT_EQ(config->layers[5].kind, LayerKind::full);
+  EXPECT_EQ(config->layers[5].head_dim, 512);
+  EXPECT_EQ(config->layers[5].kv_heads, 1);
+  EXPECT_EQ(config->layers[4].kv_heads, 8);
+  EXPECT_EQ(config->layers[4].window, 1024);
+  auto thirty_one = geometry_options("31b");
+  ASSERT_TRUE(thirty_one.ok());
+  auto config31 = parse_config(tiny_config_json(*thirty_one), "31b");
+  ASSERT_TRUE(config31.ok()) << config31.error().message;
+  EXPECT_EQ(config31->model_type, "gemma4");
+  EXPECT_EQ(config31->layer_count(), 60);
+  EXPECT_EQ(config31->hidden, 5376);
+  EXPECT_EQ(config31->layers[59].kv_heads, 4);
+  EXPECT_EQ(config31->layers[0].heads * config31->layers[0].head_dim, 8192);
+  EXPECT_FALSE(geometry_options("13b").ok());
+}
+
 }  // namespace
 }  // namespace plumb::gemma4
