@@ -20,6 +20,7 @@ struct ScoreOptions {
   std::string tokens;
   std::string out;
   int64_t chunk = 256;
+  std::string backend = "cpu";
   int threads = 0;
 };
 
@@ -28,7 +29,7 @@ int run_score(const ScoreOptions& options) {
   if (!tokens.ok()) return report_bad_input("score", tokens.error().message);
   if (tokens->empty()) return report_bad_input("score", "option '--tokens' holds no ids; expected 2,10,11");
   if (options.chunk <= 0) return report_bad_input("score", "option '--chunk' must be at least 1");
-  auto loaded = load_gemma4(options.model, options.threads, "score");
+  auto loaded = load_gemma4(options.model, options.backend, options.threads, "score");
   if (!loaded.ok()) return report_bad_input("score", loaded.error().message);
   auto logits = gemma4::score(loaded->model, *tokens, options.chunk);
   if (!logits.ok()) return report_bad_input("score", logits.error().message);
@@ -52,6 +53,7 @@ const RegisterCommand kScore{{
       command
           .add_option("--chunk", options->chunk, "Rows per forward call (the result does not depend on it)")
           ->capture_default_str();
+      command.add_option("--backend", options->backend, "cpu or cuda")->capture_default_str();
       command.add_option("--threads", options->threads, "CPU threads (0: one per hardware thread)")
           ->capture_default_str();
       return [options] { return run_score(*options); };

@@ -7,15 +7,35 @@
 
 #include "core/hf_cache.hpp"
 #include "cpu/cpu_backend.hpp"
+#ifdef PLUMB_HAVE_CUDA_BACKEND
+#include "cuda/cuda_backend.hpp"
+#endif
 
 namespace plumb::cli {
 
-Result<LoadedGemma4> load_gemma4(const std::string& model, int threads, const std::string& command) {
+Result<std::unique_ptr<ops::Backend>> make_backend(const std::string& backend, int threads,
+                                                   const std::string& command) {
+  if (backend == "cpu") return cpu::make_cpu_backend(threads);
+  if (backend == "cuda") {
+#ifdef PLUMB_HAVE_CUDA_BACKEND
+    return cuda::make_cuda_backend(0);
+#else
+    return error_at(command, "option", "--backend", "names a backend this build lacks", "cpu",
+                    "cuda (build with PLUMB_CUDA=ON)");
+#endif
+  }
+  return error_at(command, "option", "--backend", "is not a backend", "cpu or cuda", backend);
+}
+
+Result<LoadedGemma4> load_gemma4(const std::string& model, const std::string& backend, int threads,
+                                 const std::string& command) {
+  auto made = make_backend(backend, threads, command);
+  if (!made.ok()) return made.error();
   auto resolved = resolve_model(model);
   if (!resolved.ok()) return resolved.error();
   LoadedGemma4 loaded;
   loaded.dir = resolved->path.string();
-  loaded.backend = cpu::make_cpu_backend(threads);
+  loaded.backend = std::move(*made);
   auto gemma = gemma4::load_model(loaded.dir, *loaded.backend);
   if (!gemma.ok()) return gemma.error();
   loaded.model = std::move(*gemma);
