@@ -48,6 +48,9 @@ struct Weight {
 
 // Checks a weight's own consistency (packed width from bits, group count, dtypes); names it on failure.
 Status check_weight(std::string_view where, const Weight& weight);
+// Checks that every tensor of the weight lives on `device` (the backend's): a weight on another device would
+// pass check_weight and then be read through a pointer the backend cannot use.
+Status check_weight_device(std::string_view where, const Weight& weight, Device device);
 
 // RoPE in the rotate_half layout: dimension i pairs with i + head_dim/2.
 // default:      inv_freq[i] = theta^(-2i/head_dim) for every i < head_dim/2.

@@ -13,6 +13,7 @@ Status matmul(Backend& backend, const TensorView& x, const Weight& weight, const
   constexpr std::string_view where = "ops.matmul";
   const Device device = backend.device();
   PLUMB_TRY(check_weight(where, weight));
+  PLUMB_TRY(check_weight_device(where, weight, device));
   PLUMB_TRY(check_rows(where, "x", x, {DType::bf16}, {kAny, weight.in}, device));
   PLUMB_TRY(check_rows(where, "out", out, {DType::bf16, DType::f32}, {x.dim(0), weight.out}, device));
   PLUMB_TRY(check_disjoint(where, "out", out, "x", x));

@@ -12,6 +12,7 @@ Status embed_rows(Backend& backend, const TensorView& ids, const Weight& table, 
   constexpr std::string_view where = "ops.embed_rows";
   const Device device = backend.device();
   PLUMB_TRY(check_weight(where, table));
+  PLUMB_TRY(check_weight_device(where, table, device));
   if (table.format == Weight::Format::dense && table.dense.dtype != DType::bf16)
     return error_at(where, "weight", table.name, "is not a bf16 or affine table", "bf16 or affine",
                     dtype_name(table.dense.dtype));

@@ -84,6 +84,18 @@ Status check_weight(std::string_view where, const Weight& weight) {
   return weight.format == Weight::Format::dense ? check_dense(where, weight) : check_affine(where, weight);
 }
 
+Status check_weight_device(std::string_view where, const Weight& weight, Device device) {
+  const auto on_device = [&](const TensorView& view, const std::string& name) -> Status {
+    if (view.device == device) return {};
+    return error_at(where, "tensor", name, "is on the wrong device", device_name(device),
+                    device_name(view.device));
+  };
+  if (weight.format == Weight::Format::dense) return on_device(weight.dense, weight.name + ".weight");
+  PLUMB_TRY(on_device(weight.packed, weight.name + ".weight"));
+  PLUMB_TRY(on_device(weight.scales, weight.name + ".scales"));
+  return on_device(weight.biases, weight.name + ".biases");
+}
+
 std::vector<float> rope_inv_freq(const RopeSpec& spec) {
   PLUMB_ASSERT(spec.head_dim > 0 && spec.head_dim % 2 == 0, "even head_dim");
   const int64_t pairs = spec.head_dim / 2;

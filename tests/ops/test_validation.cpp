@@ -58,6 +58,31 @@ TEST_F(Validation, AffineWeightsWithTheWrongPackingAreRefusedByName) {
       "load: tensor 'layers.0.mlp.down_proj.scales' has the wrong shape; expected [8, 4], got [8, 2]");
 }
 
+// A weight whose tensors say they live on another device than the backend's is refused by name (it passes
+// check_weight, which looks at the weight alone).
+TEST_F(Validation, WeightsOnAnotherDeviceAreRefusedByName) {
+  const Device gpu{DeviceKind::cuda, 0};
+  std::vector<uint16_t> dense(8 * 64, 0);
+  TensorView elsewhere = TensorView::contiguous(dense.data(), DType::bf16, {8, 64}, gpu);
+  const Weight weight = Weight::make_dense("q_proj", elsewhere);
+  ASSERT_TRUE(check_weight("load", weight).ok());
+  DeviceTensor x = testing::device_zeros(*backend, DType::bf16, {3, 64});
+  DeviceTensor out = testing::device_zeros(*backend, DType::bf16, {3, 8});
+  expect_error(matmul(*backend, x.view, weight, out.view),
+               "ops.matmul: tensor 'q_proj.weight' is on the wrong device; expected cpu, got cuda:0");
+  std::vector<uint32_t> packed(8 * 16);
+  std::vector<uint16_t> groups(8 * 2);
+  const Weight affine =
+      Weight::make_affine("embed_tokens", 128, TensorView::contiguous(packed.data(), DType::u32, {8, 16}),
+                          TensorView::contiguous(groups.data(), DType::bf16, {8, 2}),
+                          TensorView::contiguous(groups.data(), DType::bf16, {8, 2}, gpu), 4, 64);
+  DeviceTensor ids = testing::device_i32(*backend, {1});
+  DeviceTensor rows = testing::device_zeros(*backend, DType::bf16, {1, 128});
+  expect_error(
+      embed_rows(*backend, ids.view, affine, 1.0f, rows.view),
+      "ops.embed_rows: tensor 'embed_tokens.biases' is on the wrong device; expected cpu, got cuda:0");
+}
+
 TEST_F(Validation, EmbeddingIdsOutOfRangeAreRefusedByRow) {
   DeviceTensor table = testing::device_bf16(*backend, Values(10 * 32, 1.0), {10, 32});
   DeviceTensor ids = testing::device_i32(*backend, {1, 9, 10});
