@@ -4,13 +4,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(
-  build-essential cmake ninja-build pkg-config git ca-certificates clang clang-format
+  build-essential cmake ninja-build pkg-config git ca-certificates clang-format
   nlohmann-json3-dev libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
   libpcre2-dev libutf8proc-dev libpng-dev libjpeg62-turbo-dev libwebp-dev
   libcli11-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
-  nodejs npm python3
-  python3-jinja2
+  python3 python3-jinja2
 )
+# Node.js may come from another source than Debian (its npm then conflicts with Debian's): only a missing command asks
+# for Debian's packages.
+command -v node >/dev/null 2>&1 || packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
