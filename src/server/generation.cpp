@@ -54,6 +54,8 @@ bool pump(httplib::DataSink& sink, Job& job) {
     job.opened = true;
     return write_events(sink, job, job.format->open());
   }
+  // A client that went away is noticed even while its reply has no text to send (held-back bytes).
+  if (!sink.is_writable()) return false;
   ReplyChannel::Batch batch = job.channel->take(kPoll);
   if (!batch.tokens.empty()) {
     auto piece = job.text.push(batch.tokens);

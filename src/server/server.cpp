@@ -60,6 +60,8 @@ void configure(Server::State& state) {
   http.set_read_timeout(state.options.read_timeout_seconds, 0);
   http.set_write_timeout(state.options.write_timeout_seconds, 0);
   http.set_keep_alive_max_count(1000);
+  // An idle connection holds a thread: it is closed as soon as a stalled request would be.
+  http.set_keep_alive_timeout(std::min<time_t>(5, state.options.read_timeout_seconds));
   http.set_tcp_nodelay(true);
   http.set_pre_routing_handler(
       [&state](const httplib::Request& req, httplib::Response& res) { return authorize(state, req, res); });

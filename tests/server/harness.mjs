@@ -86,8 +86,9 @@ export function metricValue(text, name, labels = '') {
   return Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
-export async function metrics(baseURL) {
-  const res = await fetch(`${baseURL}/metrics`);
+export async function metrics(baseURL, key) {
+  const res = await fetch(`${baseURL}/metrics`, key ? { headers: { Authorization: `Bearer ${key}` } } : {});
+  if (res.status !== 200) throw new Error(`GET /metrics: status ${res.status}`);
   return res.text();
 }
 
