@@ -1,12 +1,16 @@
 // Weight loading refuses what does not fit the config, naming the tensor: a missing tensor, a wrong shape,
 // packed shapes that disagree with the declared bits or group; and it lists the tensors the text model does
 // not read.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 
 #include <gtest/gtest.h>
 
+#include "core/half.hpp"
 #include "core/safetensors.hpp"
 #include "models/gemma4/config.hpp"
 #include "tiny_model.hpp"
@@ -185,6 +189,49 @@ TEST_F(Gemma4Weights, ShardedCheckpointGivesTheSameLogits) {
   auto expected = score(*whole, tokens), got = score(*sharded, tokens);
   ASSERT_TRUE(expected.ok() && got.ok());
   testing::expect_same_bits(expected->values, got->values, "sharded checkpoint");
+}
+
+// The same bf16 values stored as f32 or f16 (the tiny weights are all exact in f16) give the same logits bit
+// for bit: products of bf16 activations with these weights are exact in fp32 whatever their storage.
+TEST_F(Gemma4Weights, Float32AndFloat16CheckpointsLoad) {
+  write({});
+  auto backend = cpu::make_cpu_backend(1);
+  auto reference = load_model(dir_.path().string(), *backend);
+  ASSERT_TRUE(reference.ok());
+  const std::vector<int32_t> tokens = {2, 400, 401, 402, 403, 404, 405, 406, 407, 408, 409, 410};
+  auto expected = score(*reference, tokens);
+  ASSERT_TRUE(expected.ok());
+  for (DType stored : {DType::f32, DType::f16}) {
+    TempDir converted("plumb-gemma4-float");
+    std::filesystem::copy(dir_.path(), converted.path(), std::filesystem::copy_options::recursive);
+    std::vector<std::vector<std::byte>> buffers;
+    std::vector<TensorBytes> entries;
+    for (const CheckpointTensor& tensor : reference->weights.checkpoint->tensors()) {
+      const auto* bits = reinterpret_cast<const uint16_t*>(tensor.data);
+      std::vector<std::byte> bytes(static_cast<size_t>(shape_elements(tensor.shape)) * dtype_size(stored));
+      for (int64_t i = 0; i < shape_elements(tensor.shape); ++i) {
+        const float value = bf16_to_f32(bits[i]);
+        if (stored == DType::f32) std::memcpy(bytes.data() + i * 4, &value, 4);
+        const uint16_t half = f32_to_f16(value);
+        if (stored == DType::f16) std::memcpy(bytes.data() + i * 2, &half, 2);
+      }
+      buffers.push_back(std::move(bytes));
+      entries.push_back({tensor.name, stored, tensor.shape, buffers.back()});
+    }
+    ASSERT_TRUE(write_safetensors(converted.path() / "model.safetensors", entries).ok());
+    auto model = load_model(converted.path().string(), *backend);
+    ASSERT_TRUE(model.ok()) << model.error().message;
+    auto got = score(*model, tokens);
+    ASSERT_TRUE(got.ok()) << got.error().message;
+    if (stored == DType::f32) {
+      testing::expect_same_bits(expected->values, got->values, "f32 checkpoint");
+      continue;
+    }
+    double largest = 0.0;
+    for (size_t i = 0; i < got->values.size(); ++i)
+      largest = std::max(largest, std::fabs(static_cast<double>(got->values[i]) - expected->values[i]));
+    EXPECT_LT(largest, 0.05) << "f16 checkpoint logits against the bf16 checkpoint's";
+  }
 }
 
 TEST(Gemma4Geometry, RealGeometriesDeclareTheShapesOfThe12bAnd31b) {
