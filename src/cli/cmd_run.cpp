@@ -1,7 +1,8 @@
 // `plumb run MODEL (--prompt T | --chat T | --tokens 1,2,3) [--max-tokens N --temperature --top-k --top-p
-// --min-p --seed --json]`: one generation with keyed sampling. --json prints one object: tokens (the
-// generated ids only), text, token_sha (sha256 of the generated ids as little-endian int32 bytes, lower-case
-// hex), seed, stop ("stop_token" or "length") and timings.
+// --min-p --seed --no-drafts --drafts --parallel --prompt-cache-gib --json]`: one generation through the lane
+// engine with keyed sampling. --json prints one object: tokens (the generated ids only), text, token_sha
+// (sha256 of the generated ids as little-endian int32 bytes, lower-case hex), seed, stop (the finish reason:
+// "stop_token", "stop_string", "length" or "context"), drafts and timings.
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -11,8 +12,9 @@
 
 #include "cli/command.hpp"
 #include "cli/gemma4_model.hpp"
+#include "engine/engine.hpp"
+#include "engine/gemma4_lane.hpp"
 #include "engine/sampling.hpp"
-#include "models/gemma4/generate.hpp"
 #include "models/gemma4/try_assign.hpp"
 #include "text/template/chat_template.hpp"
 #include "text/tokenizer/tokenizer.hpp"
@@ -33,7 +35,12 @@ struct RunOptions {
   float min_p = 0.0f;
   std::optional<uint64_t> seed;
   bool json = false;
+  std::string backend = "cpu";
   int threads = 0;
+  bool no_drafts = false;  // the serial reference: one row per step
+  std::string drafts = "copies";
+  int parallel = 1;
+  double prompt_cache_gib = 0.0;  // one request in a fresh process never resumes
 };
 
 // The prompt's ids: given, or the chat template rendered for one user message, or the plain prompt (with
@@ -58,24 +65,39 @@ Result<std::vector<int32_t>> prompt_ids(const RunOptions& options, const LoadedG
   return ids;
 }
 
-nlohmann::json reply_json(const std::vector<int32_t>& prompt, const gemma4::Generation& generation,
-                          uint64_t seed, const std::optional<std::string>& text) {
-  const double decode_rows =
-      static_cast<double>(generation.tokens.size() > 0 ? generation.tokens.size() - 1 : 0);
+nlohmann::json reply_json(const engine::Reply& reply) {
+  const double decode_rows = static_cast<double>(reply.tokens.size() > 0 ? reply.tokens.size() - 1 : 0);
+  const engine::Timings& t = reply.timings;
   nlohmann::json timings = {
-      {"prompt_tokens", prompt.size()},
-      {"prompt_seconds", generation.prompt_seconds},
-      {"decode_tokens", generation.tokens.size()},
-      {"decode_seconds", generation.decode_seconds},
-      {"decode_tokens_per_second",
-       generation.decode_seconds > 0 ? decode_rows / generation.decode_seconds : 0.0},
+      {"prompt_tokens", reply.prompt_tokens},
+      {"cached_tokens", reply.cached_tokens},
+      {"prompt_seconds", t.prompt_seconds},
+      {"decode_tokens", reply.tokens.size()},
+      {"decode_seconds", t.decode_seconds},
+      {"decode_tokens_per_second", t.decode_seconds > 0 ? decode_rows / t.decode_seconds : 0.0},
   };
-  return {{"tokens", generation.tokens},
-          {"text", text ? nlohmann::json(*text) : nlohmann::json(nullptr)},
-          {"token_sha", engine::token_sha(generation.tokens)},
-          {"seed", seed},
-          {"stop", generation.stopped ? "stop_token" : "length"},
+  nlohmann::json drafts = {
+      {"proposed", reply.drafted_tokens}, {"accepted", reply.accepted_tokens}, {"rounds", reply.rounds}};
+  return {{"tokens", reply.tokens},
+          {"text", reply.text},
+          {"token_sha", reply.token_sha},
+          {"seed", reply.seed},
+          {"stop", engine::finish_reason_name(reply.finish)},
+          {"drafts", drafts},
           {"timings", timings}};
+}
+
+// The engine over the loaded model, driven on this thread.
+Result<std::unique_ptr<engine::Engine>> run_engine(const RunOptions& options, LoadedGemma4 loaded,
+                                                   std::optional<text::Tokenizer> tokenizer) {
+  engine::EngineOptions engine_options;
+  PLUMB_TRY_ASSIGN(drafts, engine::parse_draft_mode(options.drafts));
+  engine_options.drafts = drafts;
+  engine_options.parallel = options.parallel;
+  engine_options.prompt_cache_gib = options.prompt_cache_gib;
+  engine_options.background = false;
+  auto lane = engine::make_gemma4_lane(std::move(loaded.backend), std::move(loaded.model));
+  return engine::Engine::create(std::move(lane), std::move(tokenizer), engine_options);
 }
 
 int run_generation(const RunOptions& options) {
@@ -85,32 +107,27 @@ int run_generation(const RunOptions& options) {
                                    options.seed};
   if (const Status valid = engine::validate(sampling); !valid.ok())
     return report_bad_input("run", valid.error().message);
-  auto loaded = load_gemma4(options.model, options.threads, "run");
+  auto loaded = load_gemma4(options.model, options.backend, options.threads, "run");
   if (!loaded.ok()) return report_bad_input("run", loaded.error().message);
   std::optional<text::Tokenizer> tokenizer;
   if (auto loaded_tokenizer = text::Tokenizer::load(loaded->dir); loaded_tokenizer.ok())
     tokenizer = *loaded_tokenizer;
   auto prompt = prompt_ids(options, *loaded, tokenizer);
   if (!prompt.ok()) return report_bad_input("run", prompt.error().message);
-  const uint64_t seed = options.seed ? *options.seed : engine::prompt_seed(*prompt);
-  gemma4::GenerateOptions generate_options;
-  generate_options.max_tokens = options.max_tokens;
-  generate_options.stop_tokens = loaded->model.config.eos_token_ids;
-  const auto draw = [&](int64_t position, std::span<const float> row) {
-    return engine::sample_keyed(row, sampling, seed, position);
-  };
-  auto generation = gemma4::generate(loaded->model, *prompt, generate_options, draw);
-  if (!generation.ok()) return report_bad_input("run", generation.error().message);
-  std::optional<std::string> text;
-  if (tokenizer) {
-    auto decoded = tokenizer->decode(generation->tokens, /*skip_special=*/true);
-    if (decoded.ok()) text = *decoded;
-  }
+  const bool has_tokenizer = tokenizer.has_value();
+  auto lane_engine = run_engine(options, std::move(*loaded), std::move(tokenizer));
+  if (!lane_engine.ok()) return report_bad_input("run", lane_engine.error().message);
+  engine::Request request;
+  request.prompt = std::move(*prompt);
+  request.sampling = sampling;
+  request.max_tokens = options.max_tokens;
+  request.draft = !options.no_drafts;
+  auto reply = (*lane_engine)->generate(std::move(request));
+  if (!reply.ok()) return report_bad_input("run", reply.error().message);
   if (options.json) {
-    std::printf("%s\n", reply_json(*prompt, *generation, seed, text).dump().c_str());
+    std::printf("%s\n", reply_json(*reply).dump().c_str());
   } else {
-    std::printf("%s\n",
-                text ? text->c_str() : reply_json(*prompt, *generation, seed, text)["tokens"].dump().c_str());
+    std::printf("%s\n", has_tokenizer ? reply->text.c_str() : nlohmann::json(reply->tokens).dump().c_str());
   }
   return std::fflush(stdout) == 0 ? kExitOk : kExitFailure;
 }
@@ -134,9 +151,16 @@ const RegisterCommand kRun{{
       command.add_option("--top-p", options->top_p, "1: off")->capture_default_str();
       command.add_option("--min-p", options->min_p, "0: off")->capture_default_str();
       command.add_option("--seed", options->seed, "Sampling seed (default: derived from the prompt ids)");
-      command.add_flag("--json", options->json,
-                       "Print {tokens, text, token_sha, seed, stop, timings}; token_sha is the sha256 of the "
-                       "generated ids as little-endian int32 bytes");
+      command.add_flag(
+          "--json", options->json,
+          "Print {tokens, text, token_sha, seed, stop, drafts, timings}; token_sha is the sha256 "
+          "of the generated ids as little-endian int32 bytes");
+      command.add_flag("--no-drafts", options->no_drafts, "The serial reference: no drafts (same tokens)");
+      command.add_option("--drafts", options->drafts, "Drafter: none or copies")->capture_default_str();
+      command.add_option("--parallel", options->parallel, "Most streams in a round")->capture_default_str();
+      command.add_option("--prompt-cache-gib", options->prompt_cache_gib, "Prompt-cache budget (0: off)")
+          ->capture_default_str();
+      command.add_option("--backend", options->backend, "cpu or cuda")->capture_default_str();
       command.add_option("--threads", options->threads, "CPU threads (0: one per hardware thread)")
           ->capture_default_str();
       return [options] { return run_generation(*options); };
