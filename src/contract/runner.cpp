@@ -105,31 +105,37 @@ void run_form(const Form& form, ops::Backend& backend, const RunnerOptions& opti
   std::fflush(out);
 }
 
-void run_control(const Control& control, const Registry& registry, ops::Backend& real,
+// A control runs on the backend of its own device kind: CPU controls launch on host memory, so a run on
+// another backend gives them a CPU backend of their own (they prove the gates and ranges can go red).
+void run_control(const Control& control, const Registry& registry, ops::Backend& real, ops::Backend* host,
                  const RunnerOptions& options, std::FILE* out, Tally& tally) {
   ++tally.controls;
   const Form* form = registry.find_form(control.form);
-  if (form == nullptr || control.device != real.device().kind) {
+  ops::Backend* base = control.device == real.device().kind ? &real
+                       : control.device == DeviceKind::cpu  ? host
+                                                            : nullptr;
+  if (form == nullptr || base == nullptr) {
     fmt::print(out, "MISS     {}  cannot run: {}\n", control.name,
                form == nullptr ? fmt::format("no form '{}'", control.form)
-                               : fmt::format("it is a {} control", device_name(Device{control.device, 0})));
+                               : fmt::format("no {} backend here", device_name(Device{control.device, 0})));
     return;
   }
   const auto start = std::chrono::steady_clock::now();
-  const auto backend = control.make_backend(real);
+  const auto backend = control.make_backend(*base);
   const std::vector<GateResult> results = run_gates(*form, *backend, {options.seed, control.planted});
   std::vector<int> red;
   for (const GateResult& result : results)
     if (!result.passed) red.push_back(static_cast<int>(result.gate));
   const GateResult& planted = results.back();
+  const std::string where = base == &real ? "" : fmt::format(" (on {})", base->name());
   if (!planted.passed) {
     ++tally.controls_red;
-    fmt::print(out, "RED      {}  at gate {} ({}) as planted; red at {}  {:.1f} s: {}\n", control.name,
-               static_cast<int>(control.planted), gate_name(control.planted), fmt::join(red, ","),
+    fmt::print(out, "RED      {}{}  at gate {} ({}) as planted; red at {}  {:.1f} s: {}\n", control.name,
+               where, static_cast<int>(control.planted), gate_name(control.planted), fmt::join(red, ","),
                seconds_since(start), planted.failure);
   } else {
-    fmt::print(out, "MISS     {}  passed gate {} ({}) it is planted for: a blind gate ({})\n", control.name,
-               static_cast<int>(control.planted), gate_name(control.planted), control.wrong);
+    fmt::print(out, "MISS     {}{}  passed gate {} ({}) it is planted for: a blind gate ({})\n", control.name,
+               where, static_cast<int>(control.planted), gate_name(control.planted), control.wrong);
   }
   std::fflush(out);
 }
@@ -161,7 +167,8 @@ int check_records(const RunnerOptions& options, std::FILE* out, Tally& tally) {
   const std::string report_path = options.report.empty() ? PLUMB_CONTRACT_REPORT_DIR : options.report;
   const std::optional<std::string> report_text = read_report(report_path);
   if (!report_text && !kBuildHasCuda && options.report.empty()) {
-    fmt::print(out, "RECORDS  no CUDA kernels in this build: 0 kernels checked\n");
+    fmt::print(out,
+               "RECORDS  this build compiles no CUDA: 0 kernels checked (a CUDA build checks the records)\n");
     return 0;
   }
   auto report = parse_compiler_report(report_text.value_or(""));
@@ -191,11 +198,13 @@ int run_contract(const RunnerOptions& options, std::FILE* out) {
     if (!backend.ok()) return fmt::print(stderr, "{}\n", backend.error().message), 2;
     for (const auto& form : registry.forms)
       if (selects(options.only, form->name(), form->op())) run_form(*form, **backend, options, out, tally);
+    std::unique_ptr<ops::Backend> host;
+    if ((*backend)->device().kind != DeviceKind::cpu) host = cpu::make_cpu_backend(options.threads);
     for (const Control& control : registry.controls) {
       const Form* form = registry.find_form(control.form);
       const std::string op = form ? form->op() : "";
       if (selects(options.only, control.name, op) || selects(options.only, control.form, op))
-        run_control(control, registry, **backend, options, out, tally);
+        run_control(control, registry, **backend, host ? host.get() : backend->get(), options, out, tally);
     }
   }
   if (const int bad = check_records(options, out, tally); bad != 0) return bad;
