@@ -8,9 +8,8 @@ namespace plumb::engine {
 
 namespace {
 
-constexpr int64_t kInitialGlobalPositions = 256;  // StreamCache's starting capacity for global layers
-
-// A Gemma 4 stream cache plus the highest position ever written, which roll-backs cannot undo in a ring.
+// A Gemma 4 stream cache plus the highest position ever written: a roll-back lowers the cache's end, but the
+// ring slots past it were overwritten all the same, so reach is judged from the highest write.
 class Gemma4State final : public LaneState {
  public:
   Gemma4State(gemma4::StreamCache cache, const gemma4::Model& model)
@@ -33,16 +32,7 @@ class Gemma4State final : public LaneState {
   }
 
   Result<std::unique_ptr<LaneState>> clone() const override {
-    int64_t global_capacity = kInitialGlobalPositions;
-    for (const gemma4::LayerCache& layer : cache_.layers())
-      if (!layer.sliding) global_capacity = layer.capacity;
-    PLUMB_TRY_ASSIGN(copy, gemma4::StreamCache::create(model_.config, *model_.backend,
-                                                       cache_.max_chunk_rows(), global_capacity));
-    for (size_t i = 0; i < cache_.layers().size(); ++i) {
-      PLUMB_TRY(model_.backend->copy(cache_.layers()[i].keys.view, copy.layers()[i].keys.view));
-      PLUMB_TRY(model_.backend->copy(cache_.layers()[i].values.view, copy.layers()[i].values.view));
-    }
-    copy.commit(0, cache_.end());
+    PLUMB_TRY_ASSIGN(copy, cache_.clone(*model_.backend));
     auto state = std::make_unique<Gemma4State>(std::move(copy), model_);
     state->written_end_ = written_end_;
     return std::unique_ptr<LaneState>(std::move(state));
@@ -77,15 +67,7 @@ class Gemma4Lane final : public LaneModel {
   }
 
   int64_t state_bytes(int64_t positions, int64_t max_chunk_rows) const override {
-    int64_t global_capacity = kInitialGlobalPositions;
-    while (global_capacity < positions) global_capacity *= 2;
-    int64_t total = 0;
-    for (const gemma4::LayerSpec& layer : model_.config.layers) {
-      const bool sliding = layer.kind == gemma4::LayerKind::sliding;
-      const int64_t slots = sliding ? ops::kv_capacity(layer.window, max_chunk_rows) : global_capacity;
-      total += 2 * slots * layer.kv_heads * layer.head_dim * 2;  // keys and values, bf16
-    }
-    return total;
+    return gemma4::StreamCache::bytes_for(model_.config, positions, max_chunk_rows);
   }
 
   Result<LaneLogits> forward(std::span<const LaneChunk> chunks) override {

@@ -200,3 +200,27 @@ TEST(PromptCache, ALongerStateReplacesThePrefixesItCanStandFor) {
 
 }  // namespace
 }  // namespace plumb::engine
+
+namespace plumb::engine {
+namespace {
+
+TEST(Gemma4Lane, ReachIsJudgedFromTheHighestWriteNotTheRolledBackEnd) {
+  auto lane = testing::tiny_lane();
+  ASSERT_NE(lane, nullptr);
+  auto state = lane->new_state(16);  // sliding rings of window 8 - 1 + 16 = 23 slots
+  ASSERT_TRUE(state.ok()) << state.error().message;
+  const std::vector<int32_t> tokens = testing::prompt_tokens(64, 3);
+  for (int64_t first = 0; first < 64; first += 16) {
+    const LaneChunk chunk{state->get(), std::span(tokens).subspan(static_cast<size_t>(first), 16), first};
+    ASSERT_TRUE(lane->forward(std::span(&chunk, 1)).ok());
+  }
+  EXPECT_TRUE((*state)->can_resume_at(60));
+  EXPECT_FALSE((*state)->can_resume_at(26)) << "the ring holds positions 41..63 only";
+  ASSERT_TRUE((*state)->roll_back(40).ok());
+  // From end 40 alone the ring would seem to hold 17..39, but slots for 41..63 overwrote them.
+  EXPECT_FALSE((*state)->can_resume_at(26));
+  EXPECT_FALSE((*state)->can_resume_at(40));
+}
+
+}  // namespace
+}  // namespace plumb::engine
