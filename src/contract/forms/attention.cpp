@@ -209,7 +209,11 @@ class AttentionForm final : public Form {
       top = Span::around(std::max(top.mid, s.mid), std::max(top.lo, s.lo), std::max(top.hi, s.hi));
     std::vector<Span> exps;
     for (const Span& s : scores) exps.push_back(f32_exp(f32_sub(s, top)));
-    const Span total = f32_sum(exps);
+    // A kernel may sum the exps by key partitions, each rescaled by exp(m_part - m): per term two more expf
+    // results and a product, which the chain allowance covers. A one-value total has every score at the max,
+    // so every rescale is exp(0) = 1.
+    const Span summed = f32_sum(exps);
+    const Span total = summed.single() ? summed : f32_chain(summed, 2 * kExpUlps + 2);
     std::vector<Span> weights;
     for (const Span& e : exps) weights.push_back(bf16(f32_div(e, total)));
     std::vector<Span> terms(weights.size());
