@@ -1,5 +1,8 @@
 #include "server/auth.hpp"
 
+#include <algorithm>
+#include <cctype>
+
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
@@ -21,8 +24,12 @@ ApiKeys::ApiKeys(const std::vector<std::string>& keys) {
 
 bool ApiKeys::accepts(std::string_view authorization) const {
   if (hashes_.empty()) return true;
-  constexpr std::string_view kBearer = "Bearer ";
-  const bool bearer = authorization.starts_with(kBearer);
+  // The scheme is case-insensitive (RFC 7235); the key is compared exactly.
+  constexpr std::string_view kBearer = "bearer ";
+  const bool bearer =
+      authorization.size() >= kBearer.size() &&
+      std::equal(kBearer.begin(), kBearer.end(), authorization.begin(),
+                 [](char want, char got) { return want == std::tolower(static_cast<unsigned char>(got)); });
   const auto presented = sha256(bearer ? authorization.substr(kBearer.size()) : std::string_view());
   // Every key is compared; the result is combined without branching on any one comparison.
   int matched = 0;

@@ -167,8 +167,9 @@ TEST(Auth, BearerKeysAreAcceptedAndEverythingElseRefused) {
   EXPECT_TRUE(keys.required());
   EXPECT_TRUE(keys.accepts("Bearer k1"));
   EXPECT_TRUE(keys.accepts("Bearer second key"));
+  EXPECT_TRUE(keys.accepts("bearer k1"));  // the scheme is case-insensitive, the key is not
   for (const char* header :
-       {"", "k1", "Bearer", "Bearer ", "Bearer k", "Bearer k1 ", "bearer k1", "Basic k1"})
+       {"", "k1", "Bearer", "Bearer ", "Bearer k", "Bearer k1 ", "Bearer K1", "Basic k1"})
     EXPECT_FALSE(keys.accepts(header)) << "header '" << header << "'";
   EXPECT_TRUE(ApiKeys({}).accepts(""));
 }
