@@ -143,8 +143,10 @@ test('clients that vanish mid-stream cancel their streams and free their state',
   const before = await metrics(server.baseURL, KEY);
   const cancelledBefore = metricValue(before, 'plumb_engine_requests_total', '{outcome="cancelled"}');
   const url = new URL(server.baseURL);
-  const body = JSON.stringify({ prompt: 'hello', max_tokens: 3000, temperature: 0, draft: false, stream: true });
-  const request = `POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\n` +
+  // A greedy reply that runs to max_tokens; its first event (the role) comes at once.
+  const body = JSON.stringify({ messages: [{ role: 'user', content: 'Count to one thousand' }], max_tokens: 3000,
+    temperature: 0, draft: false, stream: true });
+  const request = `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\n` +
     `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
   // Each client reads its first event, then drops the connection.
   await Promise.all(Array.from({ length: 6 }, () => new Promise((resolve) => {

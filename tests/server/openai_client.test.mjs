@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import OpenAI from 'openai';
 
 import { gatherChat, gatherCompletion, gatherResponseEvents, middleStop, wholeChat } from './client_helpers.mjs';
-import { makeTiny, startPlumb } from './harness.mjs';
+import { makeTiny, metrics, metricValue, startPlumb } from './harness.mjs';
 
 let server;
 let client;
@@ -154,4 +154,29 @@ test('32 concurrent clients get exactly their solo replies', async () => {
     assert.equal(reply.plumb.token_sha, solo[i].plumb.token_sha, `client ${i} token_sha`);
     assert.equal(reply.content, solo[i].content, `client ${i} content`);
   });
+});
+
+test('tokenize and detokenize round-trip; chat_template_kwargs reach the template', async () => {
+  const post = async (route, body) => (await fetch(`${server.baseURL}${route}`, { method: 'POST', body: JSON.stringify(body) })).json();
+  const tokens = await post('/tokenize', { prompt: 'Hello world, again.', add_special_tokens: false });
+  assert.equal(tokens.count, tokens.tokens.length);
+  assert.equal(tokens.max_model_len, 4096);
+  assert.equal((await post('/detokenize', { tokens: tokens.tokens })).prompt, 'Hello world, again.');
+  const request = { model, messages: [{ role: 'user', content: 'Think first.' }], max_tokens: 2 };
+  const plain = await client.chat.completions.create(request);
+  const thinking = await client.chat.completions.create({ ...request, chat_template_kwargs: { enable_thinking: true } });
+  assert.notEqual(thinking.usage.prompt_tokens, plain.usage.prompt_tokens);
+});
+
+test('metrics: Prometheus text with requests, tokens, latency histograms, drafts and cache hits', async () => {
+  const text = await metrics(server.baseURL);
+  assert.ok(metricValue(text, 'plumb_http_requests_total', '{route="/v1/chat/completions",status="200"}') > 0);
+  assert.ok(metricValue(text, 'plumb_generated_tokens_total') > 0);
+  assert.ok(metricValue(text, 'plumb_time_to_first_token_seconds_count') > 0);
+  assert.ok(metricValue(text, 'plumb_inter_token_latency_seconds_count') > 0);
+  assert.ok(metricValue(text, 'plumb_drafts_proposed_total') >= metricValue(text, 'plumb_drafts_accepted_total'));
+  assert.ok(metricValue(text, 'plumb_prompt_cache_hits_total') > 0);
+  assert.ok(metricValue(text, 'plumb_process_resident_bytes') > 0);
+  assert.match(text, /# TYPE plumb_time_to_first_token_seconds histogram/);
+  assert.match(text, /plumb_time_to_first_token_seconds_bucket\{le="\+Inf"\} \d+/);
 });
