@@ -14,6 +14,9 @@ StreamDecoder::StreamDecoder(Tokenizer tokenizer, bool skip_special)
     : tokenizer_(std::move(tokenizer)), skip_special_(skip_special) {}
 
 Result<std::string> StreamDecoder::push(int32_t id) {
+  // decode drops unknown ids, and special ids when skipping them, before its decoders run, so a byte run on
+  // either side is one run; in the window they would decode as a break that closes the run early.
+  if (!tokenizer_.id_to_token(id) || (skip_special_ && tokenizer_.is_special(id))) return std::string();
   window_.push_back(id);
   // A byte token may still join later ones into one character, or make the whole run invalid.
   if (tokenizer_.is_byte_token(id)) return std::string();
