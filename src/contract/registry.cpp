@@ -28,6 +28,9 @@ Registry build_registry() {
   controls::register_norm_controls(registry);
   controls::register_matmul_controls(registry);
   controls::register_attention_controls(registry);
+#ifdef PLUMB_HAVE_CUDA
+  controls::register_cuda_controls(registry);
+#endif
   return registry;
 }
 

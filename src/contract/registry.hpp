@@ -38,6 +38,7 @@ void register_row_controls(Registry& registry);
 void register_norm_controls(Registry& registry);
 void register_matmul_controls(Registry& registry);
 void register_attention_controls(Registry& registry);
+void register_cuda_controls(Registry& registry);  // in CUDA builds only
 }  // namespace controls
 
 }  // namespace plumb::contract

@@ -203,8 +203,15 @@ int run_contract(const RunnerOptions& options, std::FILE* out) {
     for (const Control& control : registry.controls) {
       const Form* form = registry.find_form(control.form);
       const std::string op = form ? form->op() : "";
-      if (selects(options.only, control.name, op) || selects(options.only, control.form, op))
-        run_control(control, registry, **backend, host ? host.get() : backend->get(), options, out, tally);
+      if (!selects(options.only, control.name, op) && !selects(options.only, control.form, op)) continue;
+      // A device control (a CUDA kernel) runs only when the contract checks that device; it is not counted
+      // here.
+      if (control.device != DeviceKind::cpu && control.device != (*backend)->device().kind) {
+        fmt::print(out, "SKIP     {}  a {} control; this run checks {}\n", control.name,
+                   device_name(Device{control.device, 0}), (*backend)->name());
+        continue;
+      }
+      run_control(control, registry, **backend, host ? host.get() : backend->get(), options, out, tally);
     }
   }
   if (const int bad = check_records(options, out, tally); bad != 0) return bad;

@@ -1,0 +1,105 @@
+// Controls as CUDA kernels: faults inside device code and a write past a buffer in device memory, run by the
+// contract on the CUDA backend (the CPU controls prove the same gates on host memory).
+#include <optional>
+#include <string>
+
+#include "contract/controls/common.hpp"
+#include "contract/controls/cuda_kernels.hpp"
+#include "contract/registry.hpp"
+#include "cuda/cuda_backend.hpp"
+
+namespace plumb::contract::controls {
+namespace {
+
+// Queues its kernels on the CUDA backend's stream; a failed launch is returned by the next synchronize.
+class CudaControl : public ForwardingBackend {
+ public:
+  explicit CudaControl(ops::Backend& real)
+      : ForwardingBackend(real), stream_(dynamic_cast<cuda::CudaBackend&>(real).stream()) {}
+  Status synchronize() override {
+    if (failure_) return Error{*failure_};
+    return ForwardingBackend::synchronize();
+  }
+
+ protected:
+  cudaStream_t stream() const { return stream_; }
+  void check(const char* what, cudaError_t code) {
+    if (code != cudaSuccess && !failure_)
+      failure_ = std::string("contract control ") + what + ": " + cudaGetErrorString(code);
+  }
+
+ private:
+  cudaStream_t stream_;
+  std::optional<std::string> failure_;
+};
+
+// The real add, then one element written just past the output.
+class AddPastEnd final : public CudaControl {
+ public:
+  using CudaControl::CudaControl;
+  void add(const ops::RowsLaunch& launch) override {
+    ForwardingBackend::add(launch);
+    check("write_one",
+          cuda_write_one(static_cast<uint16_t*>(launch.out) + launch.rows * launch.out_stride, stream()));
+  }
+};
+
+class SoftCapTanhUnrounded final : public CudaControl {
+ public:
+  using CudaControl::CudaControl;
+  void soft_cap(const ops::RowsLaunch& launch) override {
+    check("soft_cap", cuda_soft_cap_tanh_unrounded(launch.a, launch.a_stride, launch.out,
+                                                   launch.out_dtype == DType::f32, launch.out_stride,
+                                                   launch.rows, launch.width, launch.factor, stream()));
+  }
+};
+
+class RmsNormRoundNormalized final : public CudaControl {
+ public:
+  using CudaControl::CudaControl;
+  void rms_norm(const ops::RmsNormLaunch& launch) override {
+    check("rms_norm", cuda_rms_norm_round_normalized(launch.x, launch.x_stride, launch.weight, launch.out,
+                                                     launch.out_stride, launch.rows, launch.heads, launch.dim,
+                                                     launch.eps, stream()));
+  }
+};
+
+class MatmulBf16Accumulator final : public CudaControl {
+ public:
+  using CudaControl::CudaControl;
+  void matmul(const ops::MatmulLaunch& launch) override {
+    PLUMB_ASSERT(
+        !launch.weight.affine && launch.weight.dense_dtype == DType::f16 && launch.out_dtype == DType::bf16,
+        "this control is planted on a dense f16 matmul with a bf16 output");
+    check("matmul", cuda_matmul_f16_bf16_accumulator(
+                        launch.x, launch.x_stride, static_cast<const uint16_t*>(launch.weight.dense),
+                        static_cast<uint16_t*>(launch.out), launch.out_stride, launch.rows, launch.weight.out,
+                        launch.weight.in, stream()));
+  }
+};
+
+template <class Variant>
+Control on_cuda(std::string name, std::string form, Gate gate, std::string wrong) {
+  Control control = planted<Variant>(std::move(name), std::move(form), gate, std::move(wrong));
+  control.device = DeviceKind::cuda;
+  return control;
+}
+
+}  // namespace
+
+void register_cuda_controls(Registry& registry) {
+  auto& list = registry.controls;
+  list.push_back(on_cuda<AddPastEnd>("add/past-end-cuda", "add/12b-residual", Gate::runs,
+                                     "writes one element past the output in device memory"));
+  list.push_back(on_cuda<SoftCapTanhUnrounded>("soft_cap/tanh-unrounded-cuda", "soft_cap/logits-f32",
+                                               Gate::shapes,
+                                               "a device kernel that drops the bf16 rounding of tanh"));
+  list.push_back(
+      on_cuda<RmsNormRoundNormalized>("rms_norm/round-normalized-cuda", "rms_norm/31b-hidden", Gate::shapes,
+                                      "a device kernel that rounds x * inv to bf16 before the weight"));
+  list.push_back(on_cuda<MatmulBf16Accumulator>("matmul/bf16-accumulator-cuda", "matmul/12b-k-global-f16",
+                                                Gate::stress,
+                                                "a device kernel that rounds the running sum to bf16"));
+}
+
+}  // namespace plumb::contract::controls

@@ -1,0 +1,110 @@
+// The CUDA controls' kernels: each the op's expression with one planted fault, one thread per output element
+// (or per vector), built with --fmad=false like the backend's kernels.
+#include <cuda_fp16.h>
+
+#include "contract/controls/cuda_kernels.hpp"
+
+namespace plumb::contract::controls {
+namespace {
+
+constexpr int kThreads = 256;
+
+__device__ float bf16_value(uint16_t bits) {
+  return __uint_as_float(static_cast<uint32_t>(bits) << 16);
+}
+
+// Round to nearest even; NaN stays a quiet NaN.
+__device__ uint16_t bf16_bits(float value) {
+  const uint32_t bits = __float_as_uint(value);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x0040u);
+  return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
+__device__ float round_bf16(float value) {
+  return bf16_value(bf16_bits(value));
+}
+
+__global__ void write_one_kernel(uint16_t* element) {
+  *element = 0;
+}
+
+__global__ void soft_cap_kernel(const uint16_t* x, int64_t x_stride, void* out, bool out_f32,
+                                int64_t out_stride, int64_t rows, int64_t width, float cap) {
+  const int64_t item = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (item >= rows * width) return;
+  const int64_t r = item / width, k = item % width;
+  const float value = tanhf(round_bf16(bf16_value(x[r * x_stride + k]) / cap)) * cap;
+  if (out_f32)
+    static_cast<float*>(out)[r * out_stride + k] = round_bf16(value);
+  else
+    static_cast<uint16_t*>(out)[r * out_stride + k] = bf16_bits(value);
+}
+
+__global__ void rms_norm_kernel(const uint16_t* x, int64_t x_stride, const uint16_t* weight, uint16_t* out,
+                                int64_t out_stride, int64_t rows, int64_t heads, int64_t dim, float eps) {
+  const int64_t item = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (item >= rows * heads) return;
+  const int64_t r = item / heads, h = item % heads;
+  const uint16_t* row = x + r * x_stride + h * dim;
+  float sum = 0.0f;
+  for (int64_t k = 0; k < dim; ++k) sum += bf16_value(row[k]) * bf16_value(row[k]);
+  const float inverse = rsqrtf(sum / static_cast<float>(dim) + eps);
+  uint16_t* target = out + r * out_stride + h * dim;
+  for (int64_t k = 0; k < dim; ++k) {
+    const float normed = round_bf16(bf16_value(row[k]) * inverse);
+    target[k] = bf16_bits(weight != nullptr ? normed * bf16_value(weight[k]) : normed);
+  }
+}
+
+__global__ void matmul_kernel(const uint16_t* x, int64_t x_stride, const uint16_t* weight, uint16_t* out,
+                              int64_t out_stride, int64_t rows, int64_t out_features, int64_t in_features) {
+  const int64_t item = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (item >= rows * out_features) return;
+  const int64_t r = item / out_features, o = item % out_features;
+  float sum = 0.0f;
+  for (int64_t k = 0; k < in_features; ++k) {
+    const float w = __half2float(__ushort_as_half(weight[o * in_features + k]));
+    sum = round_bf16(sum + bf16_value(x[r * x_stride + k]) * w);
+  }
+  out[r * out_stride + o] = bf16_bits(sum);
+}
+
+unsigned blocks(int64_t items) {
+  return static_cast<unsigned>((items + kThreads - 1) / kThreads);
+}
+
+}  // namespace
+
+cudaError_t cuda_write_one(uint16_t* element, cudaStream_t stream) {
+  write_one_kernel<<<1, 1, 0, stream>>>(element);
+  return cudaGetLastError();
+}
+
+cudaError_t cuda_soft_cap_tanh_unrounded(const uint16_t* x, int64_t x_stride, void* out, bool out_f32,
+                                         int64_t out_stride, int64_t rows, int64_t width, float cap,
+                                         cudaStream_t stream) {
+  if (rows * width == 0) return cudaSuccess;
+  soft_cap_kernel<<<blocks(rows * width), kThreads, 0, stream>>>(x, x_stride, out, out_f32, out_stride, rows,
+                                                                 width, cap);
+  return cudaGetLastError();
+}
+
+cudaError_t cuda_rms_norm_round_normalized(const uint16_t* x, int64_t x_stride, const uint16_t* weight,
+                                           uint16_t* out, int64_t out_stride, int64_t rows, int64_t heads,
+                                           int64_t dim, float eps, cudaStream_t stream) {
+  if (rows * heads == 0) return cudaSuccess;
+  rms_norm_kernel<<<blocks(rows * heads), kThreads, 0, stream>>>(x, x_stride, weight, out, out_stride, rows,
+                                                                 heads, dim, eps);
+  return cudaGetLastError();
+}
+
+cudaError_t cuda_matmul_f16_bf16_accumulator(const uint16_t* x, int64_t x_stride, const uint16_t* weight_f16,
+                                             uint16_t* out, int64_t out_stride, int64_t rows,
+                                             int64_t out_features, int64_t in_features, cudaStream_t stream) {
+  if (rows * out_features == 0) return cudaSuccess;
+  matmul_kernel<<<blocks(rows * out_features), kThreads, 0, stream>>>(
+      x, x_stride, weight_f16, out, out_stride, rows, out_features, in_features);
+  return cudaGetLastError();
+}
+
+}  // namespace plumb::contract::controls

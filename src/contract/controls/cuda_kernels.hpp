@@ -1,0 +1,27 @@
+#pragma once
+// Entry points of the CUDA controls' kernels (cuda_kernels.cu): plain pointers and sizes, queued on `stream`.
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+namespace plumb::contract::controls {
+
+// Writes one bf16 zero at `element` (a place the launch must not touch).
+cudaError_t cuda_write_one(uint16_t* element, cudaStream_t stream);
+
+// out = bf16(tanh(bf16(x / cap)) * cap): the soft cap without its rounding of tanh; out bf16 or f32.
+cudaError_t cuda_soft_cap_tanh_unrounded(const uint16_t* x, int64_t x_stride, void* out, bool out_f32,
+                                         int64_t out_stride, int64_t rows, int64_t width, float cap,
+                                         cudaStream_t stream);
+
+// out = bf16(bf16(x * rsqrt(mean(x^2) + eps)) * w) per vector of `dim` (MLX's extra rounding point).
+cudaError_t cuda_rms_norm_round_normalized(const uint16_t* x, int64_t x_stride, const uint16_t* weight,
+                                           uint16_t* out, int64_t out_stride, int64_t rows, int64_t heads,
+                                           int64_t dim, float eps, cudaStream_t stream);
+
+// out = x * W^T for a dense f16 weight, with the running sum rounded to bf16 after every product.
+cudaError_t cuda_matmul_f16_bf16_accumulator(const uint16_t* x, int64_t x_stride, const uint16_t* weight_f16,
+                                             uint16_t* out, int64_t out_stride, int64_t rows,
+                                             int64_t out_features, int64_t in_features, cudaStream_t stream);
+
+}  // namespace plumb::contract::controls
