@@ -75,22 +75,30 @@ Status StreamCache::prepare(ops::Backend& backend, int64_t first_position, int64
   for (size_t i = 0; i < layers_.size(); ++i) {
     LayerCache& layer = layers_[i];
     if (layer.sliding) {
-      const int64_t oldest_kept = std::max<int64_t>(0, end_ - layer.capacity);
       if (!window_kept(i, first_position))
         return error_at(kWhere, "chunk start", std::to_string(first_position),
                         fmt::format("rolls back past what sliding layer {} kept", i),
-                        fmt::format("a start >= {}", oldest_kept + windows_[i] - 1),
+                        fmt::format("a start >= {}", oldest_kept(i) + windows_[i] - 1),
                         std::to_string(first_position));
     } else if (layer.capacity < first_position + rows) {
       PLUMB_TRY(grow(backend, layer, first_position + rows));
     }
   }
+  written_end_ = std::max(written_end_, first_position + rows);
   return {};
 }
 
+void StreamCache::commit(int64_t first_position, int64_t rows) {
+  end_ = first_position + rows;
+  written_end_ = std::max(written_end_, end_);
+}
+
+int64_t StreamCache::oldest_kept(size_t layer) const {
+  return std::max<int64_t>(0, written_end_ - layers_[layer].capacity);
+}
+
 bool StreamCache::window_kept(size_t layer, int64_t position) const {
-  const int64_t oldest_kept = std::max<int64_t>(0, end_ - layers_[layer].capacity);
-  return std::max<int64_t>(0, position - windows_[layer] + 1) >= oldest_kept;
+  return std::max<int64_t>(0, position - windows_[layer] + 1) >= oldest_kept(layer);
 }
 
 bool StreamCache::can_resume_at(int64_t position) const {
@@ -104,6 +112,7 @@ Result<StreamCache> StreamCache::clone(ops::Backend& backend) const {
   StreamCache copy;
   copy.windows_ = windows_;
   copy.end_ = end_;
+  copy.written_end_ = written_end_;
   copy.max_chunk_rows_ = max_chunk_rows_;
   for (const LayerCache& layer : layers_) {
     LayerCache twin = layer;

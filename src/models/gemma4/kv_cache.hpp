@@ -31,16 +31,18 @@ class StreamCache {
 
   // Checks that a chunk of `rows` rows starting at `first_position` can run: first_position <= end, rows <=
   // max_chunk_rows, and every sliding layer still holds the window before first_position (a rollback may not
-  // reach back past what the ring kept). Grows global layers to hold first_position + rows positions.
+  // reach back past what the ring kept). Grows global layers to hold first_position + rows positions, and
+  // counts the chunk's slots as written from here on (a failed forward may have written them).
   Status prepare(ops::Backend& backend, int64_t first_position, int64_t rows);
   // The layer's cache as the ops see it, with `end` positions written.
   ops::KvView view(size_t layer, int64_t end) const;
   // Forgets positions from `end` on (rejected drafts); end <= end().
   Status roll_back(int64_t end);
   // Records a computed chunk: positions [0, first_position + rows) are now present (called by the forward).
-  void commit(int64_t first_position, int64_t rows) { end_ = first_position + rows; }
+  void commit(int64_t first_position, int64_t rows);
   // True when the stream can roll back to `position` and continue: position <= end and every sliding ring
-  // still holds the window before it.
+  // still holds the window before it, judged from the highest position ever written, not from end (ring
+  // slots past a rolled-back end were overwritten all the same).
   bool can_resume_at(int64_t position) const;
   // A copy on the device holding the same positions.
   Result<StreamCache> clone(ops::Backend& backend) const;
@@ -55,9 +57,12 @@ class StreamCache {
   Status grow(ops::Backend& backend, LayerCache& layer, int64_t positions);
   // Whether sliding layer `layer` still holds the window a row at `position` needs.
   bool window_kept(size_t layer, int64_t position) const;
+  // The oldest position sliding layer `layer` still holds.
+  int64_t oldest_kept(size_t layer) const;
   std::vector<LayerCache> layers_;
   std::vector<int64_t> windows_;
   int64_t end_ = 0;
+  int64_t written_end_ = 0;  // one past the highest position whose slots were ever written
   int64_t max_chunk_rows_ = 0;
 };
 
