@@ -111,8 +111,13 @@ Value repeat(const Value& sequence, std::int64_t times, std::size_t max_bytes) {
   if (sequence.is_string()) {
     const std::string& text = sequence.as_string();
     check_size(text.size() * static_cast<std::size_t>(std::min<std::int64_t>(times, 1 << 30)), max_bytes);
+    const std::size_t total = text.size() * static_cast<std::size_t>(times);
     std::string out;
-    for (std::int64_t i = 0; i < times; ++i) out += text;
+    out.reserve(total);
+    out = text;
+    // Doubling keeps repetition a handful of large copies, whatever the count.
+    while (out.size() * 2 <= total) out.append(out);
+    out.append(out, 0, total - out.size());
     return Value::string(std::move(out));
   }
   const auto& items = sequence.items();

@@ -77,18 +77,19 @@ Value strftime_now(Interpreter&, CallArgs& args) {
 }  // namespace
 
 void install_globals(Scope& globals) {
-  globals.vars["range"] = Value::callable("range", range);
-  globals.vars["dict"] = Value::callable(
-      "dict", [](Interpreter&, CallArgs& args) { return Value::map(mapping_arguments(args, "dict")); });
-  globals.vars["namespace"] = Value::callable("namespace", [](Interpreter& interp, CallArgs& args) {
-    return interp.make_namespace(mapping_arguments(args, "namespace"));
-  });
-  globals.vars["raise_exception"] =
-      Value::callable("raise_exception", [](Interpreter&, CallArgs& args) -> Value {
-        ArgList a("raise_exception()", args, {"message"});
-        fail("template called raise_exception: " + to_str(a.get(0, Value::string(""))));
-      });
-  globals.vars["strftime_now"] = Value::callable("strftime_now", strftime_now);
+  globals.set("range", Value::callable("range", range));
+  globals.set("dict", Value::callable("dict", [](Interpreter&, CallArgs& args) {
+                return Value::map(mapping_arguments(args, "dict"));
+              }));
+  globals.set("namespace", Value::callable("namespace", [](Interpreter& interp, CallArgs& args) {
+                return interp.make_namespace(mapping_arguments(args, "namespace"));
+              }));
+  globals.set("raise_exception",
+              Value::callable("raise_exception", [](Interpreter&, CallArgs& args) -> Value {
+                ArgList a("raise_exception()", args, {"message"});
+                fail("template called raise_exception: " + to_str(a.get(0, Value::string(""))));
+              }));
+  globals.set("strftime_now", Value::callable("strftime_now", strftime_now));
 }
 
 }  // namespace plumb::text::jinja

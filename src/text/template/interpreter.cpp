@@ -30,10 +30,8 @@ Interpreter::~Interpreter() {
 }
 
 Value lookup(const Scope& scope, const std::string& name) {
-  for (const Scope* frame = &scope; frame; frame = frame->parent.get()) {
-    auto found = frame->vars.find(name);
-    if (found != frame->vars.end()) return found->second;
-  }
+  for (const Scope* frame = &scope; frame; frame = frame->parent.get())
+    if (const Value* found = frame->find(name)) return *found;
   return Value::undefined("'" + name + "' is undefined");
 }
 
@@ -45,7 +43,7 @@ void Interpreter::charge(std::int64_t steps) {
 }
 
 void Interpreter::charge_value(const Value& value) {
-  if (value.is_string()) charge(static_cast<std::int64_t>(value.as_string().size() / 64));
+  if (value.is_string()) charge(static_cast<std::int64_t>(value.as_string().size() / 16));
   if (value.is_list()) charge(static_cast<std::int64_t>(value.items().size() / 8));
 }
 
@@ -53,7 +51,7 @@ void Interpreter::append(std::string& out, std::string_view text) {
   if (out.size() + text.size() > limits_.max_output_bytes)
     fail("rendered text is larger than the limit; expected at most " +
          std::to_string(limits_.max_output_bytes) + " bytes");
-  charge(static_cast<std::int64_t>(text.size() / 64));
+  charge(static_cast<std::int64_t>(text.size() / 16));
   out.append(text);
 }
 
@@ -118,7 +116,7 @@ Interpreter::Flow Interpreter::exec_stmt(const Stmt& stmt, const ScopePtr& scope
       return Flow::Normal;
     }
     case StmtKind::Macro:
-      scope->vars[stmt.name] = define_macro(stmt, scope);
+      scope->set(stmt.name, define_macro(stmt, scope));
       return Flow::Normal;
     case StmtKind::CallBlock: {
       const Expr& call_expr = *stmt.expr;
@@ -140,8 +138,7 @@ Interpreter::Flow Interpreter::exec_stmt(const Stmt& stmt, const ScopePtr& scope
     }
     case StmtKind::Scope: {
       ScopePtr inner = child_of(scope);
-      for (const Param& binding : stmt.params)
-        inner->vars[binding.name] = eval(*binding.default_value, scope);
+      for (const Param& binding : stmt.params) inner->set(binding.name, eval(*binding.default_value, scope));
       return exec(stmt.body, inner, out);
     }
     case StmtKind::Break:
@@ -157,48 +154,71 @@ Interpreter::Flow Interpreter::exec_for(const Stmt& stmt, const ScopePtr& scope,
   charge(static_cast<std::int64_t>(items.size() / 8));
   if (stmt.loop_filter) {
     std::vector<Value> kept;
+    ScopePtr frame = child_of(scope);
     for (Value& item : items) {
-      ScopePtr frame = child_of(scope);
+      frame->vars.clear();
       assign(*stmt.target, item, frame);
       if (eval(*stmt.loop_filter, frame).truthy()) kept.push_back(std::move(item));
     }
     items = std::move(kept);
   }
   if (items.empty()) return exec(stmt.else_body, child_of(scope), out);
+  // One frame and one loop object serve every iteration: the frame is emptied so names set in one iteration
+  // are gone in the next, and the loop object is updated in place, as Jinja's LoopContext is.
+  ScopePtr frame = child_of(scope);
+  const Value loop = make_loop(items);
   for (std::size_t i = 0; i < items.size(); ++i) {
-    ScopePtr frame = child_of(scope);
+    charge(4);
+    frame->vars.clear();
     assign(*stmt.target, items[i], frame);
-    frame->vars["loop"] = loop_value(i, items);
+    advance_loop(loop, i, items);
+    frame->set("loop", loop);
     if (exec(stmt.body, frame, out) == Flow::Break) break;
   }
   return Flow::Normal;
 }
 
-Value Interpreter::loop_value(std::size_t index, const std::vector<Value>& items) {
+namespace {
+enum LoopField : std::size_t { kIndex, kIndex0, kRevindex, kRevindex0, kFirst, kLast, kPrevitem, kNextitem };
+}  // namespace
+
+Value Interpreter::make_loop(const std::vector<Value>& items) {
+  MapData attrs;
+  for (const char* name :
+       {"index", "index0", "revindex", "revindex0", "first", "last", "previtem", "nextitem"})
+    attrs.set(name, Value());
+  attrs.set("length", Value::integer(static_cast<std::int64_t>(items.size())));
+  attrs.set("depth", Value::integer(1));
+  attrs.set("depth0", Value::integer(0));
+  Value loop = make_namespace(std::move(attrs));
+  std::weak_ptr<NamespaceData> state = loop.ns_handle();
+  loop.ns().attrs.set("cycle", Value::callable("loop.cycle", [state](Interpreter&, CallArgs& args) {
+                        if (args.positional.empty())
+                          fail("loop.cycle needs at least one value to cycle through");
+                        const auto held = state.lock();
+                        const std::int64_t index0 = held ? held->attrs.items()[kIndex0].second.as_int() : 0;
+                        return args.positional[static_cast<std::size_t>(index0) % args.positional.size()];
+                      }));
+  return loop;
+}
+
+void Interpreter::advance_loop(const Value& loop, std::size_t index, const std::vector<Value>& items) {
   const auto length = static_cast<std::int64_t>(items.size());
   const auto i = static_cast<std::int64_t>(index);
-  MapData loop;
-  loop.set("index", Value::integer(i + 1));
-  loop.set("index0", Value::integer(i));
-  loop.set("revindex", Value::integer(length - i));
-  loop.set("revindex0", Value::integer(length - i - 1));
-  loop.set("first", Value::boolean(i == 0));
-  loop.set("last", Value::boolean(i == length - 1));
-  loop.set("length", Value::integer(length));
-  loop.set("depth", Value::integer(1));
-  loop.set("depth0", Value::integer(0));
-  loop.set("previtem", i > 0 ? items[index - 1] : Value::undefined("there is no previous item"));
-  loop.set("nextitem", i + 1 < length ? items[index + 1] : Value::undefined("there is no next item"));
-  loop.set("cycle", Value::callable("loop.cycle", [i](Interpreter&, CallArgs& args) {
-             if (args.positional.empty()) fail("loop.cycle needs at least one value to cycle through");
-             return args.positional[static_cast<std::size_t>(i) % args.positional.size()];
-           }));
-  return Value::map(std::move(loop));
+  MapData& attrs = loop.ns().attrs;
+  attrs.replace_at(kIndex, Value::integer(i + 1));
+  attrs.replace_at(kIndex0, Value::integer(i));
+  attrs.replace_at(kRevindex, Value::integer(length - i));
+  attrs.replace_at(kRevindex0, Value::integer(length - i - 1));
+  attrs.replace_at(kFirst, Value::boolean(i == 0));
+  attrs.replace_at(kLast, Value::boolean(i == length - 1));
+  attrs.replace_at(kPrevitem, i > 0 ? items[index - 1] : Value::undefined("there is no previous item"));
+  attrs.replace_at(kNextitem, i + 1 < length ? items[index + 1] : Value::undefined("there is no next item"));
 }
 
 void Interpreter::assign(const Expr& target, const Value& value, const ScopePtr& scope) {
   if (target.kind == ExprKind::Name) {
-    scope->vars[target.name] = value;
+    scope->set(target.name, value);
     return;
   }
   if (target.kind == ExprKind::Getattr) {
@@ -243,27 +263,27 @@ Value Interpreter::invoke(const Stmt& stmt, const std::weak_ptr<Scope>& home, Ca
       used[k] = given = true;
     }
     if (!given && param.default_value) value = eval(*param.default_value, frame);
-    frame->vars[param.name] = value;
+    frame->set(param.name, value);
   }
   MapData extra_keywords;
-  frame->vars["caller"] = Value::undefined("no caller is defined for macro '" + name + "'");
+  frame->set("caller", Value::undefined("no caller is defined for macro '" + name + "'"));
   for (std::size_t k = 0; k < args.keyword.size(); ++k) {
     if (used[k]) continue;
     const auto& [key, value] = args.keyword[k];
     if (key == "caller" && stmt.uses_caller) {
-      frame->vars["caller"] = value;
+      frame->set("caller", value);
     } else if (stmt.uses_kwargs) {
       extra_keywords.set(key, value);
     } else {
       fail("macro '" + name + "' takes no keyword argument '" + key + "'");
     }
   }
-  if (stmt.uses_kwargs) frame->vars["kwargs"] = Value::map(std::move(extra_keywords));
+  if (stmt.uses_kwargs) frame->set("kwargs", Value::map(std::move(extra_keywords)));
   if (stmt.uses_varargs) {
     std::vector<Value> rest;
     for (std::size_t i = stmt.params.size(); i < args.positional.size(); ++i)
       rest.push_back(args.positional[i]);
-    frame->vars["varargs"] = Value::list(std::move(rest), true);
+    frame->set("varargs", Value::list(std::move(rest), true));
   }
   return Value::string(render_block(stmt.body, frame));
 }

@@ -4,7 +4,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "text/template/ast.hpp"
@@ -12,9 +11,24 @@
 
 namespace plumb::text::jinja {
 
+// One frame of names; frames hold a handful of names, so they are searched in order.
 struct Scope {
   std::shared_ptr<Scope> parent;
-  std::unordered_map<std::string, Value> vars;
+  std::vector<std::pair<std::string, Value>> vars;
+
+  const Value* find(std::string_view name) const {
+    for (const auto& entry : vars)
+      if (entry.first == name) return &entry.second;
+    return nullptr;
+  }
+  void set(std::string_view name, Value value) {
+    for (auto& entry : vars)
+      if (entry.first == name) {
+        entry.second = std::move(value);
+        return;
+      }
+    vars.emplace_back(std::string(name), std::move(value));
+  }
 };
 using ScopePtr = std::shared_ptr<Scope>;
 
@@ -55,7 +69,8 @@ class Interpreter {
   void assign(const Expr& target, const Value& value, const ScopePtr& scope);
   Value define_macro(const Stmt& stmt, const ScopePtr& scope);
   Value invoke(const Stmt& stmt, const std::weak_ptr<Scope>& home, CallArgs& args);
-  Value loop_value(std::size_t index, const std::vector<Value>& items);
+  Value make_loop(const std::vector<Value>& items);
+  void advance_loop(const Value& loop, std::size_t index, const std::vector<Value>& items);
 
   Value eval_node(const Expr& expr, const ScopePtr& scope);
   CallArgs eval_args(const Expr& call, const ScopePtr& scope);

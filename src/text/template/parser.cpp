@@ -80,8 +80,10 @@ Body Parser::parse_statements(const std::vector<std::string_view>& end_names, st
     const Token& token = current();
     if (token.type == Tok::End) {
       if (end_names.empty()) return body;
+      const auto closer = std::find_if(end_names.begin(), end_names.end(),
+                                       [](std::string_view name) { return name.substr(0, 3) == "end"; });
       throw TemplateFailure{"tag '" + std::string(opener) + "' opened on line " + std::to_string(open_line) +
-                                " is not closed; expected '" + std::string(end_names.front()) +
+                                " is not closed; expected '" + std::string(*closer) +
                                 "' before the end of the template",
                             token.line};
     }

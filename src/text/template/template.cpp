@@ -40,7 +40,7 @@ Result<std::string> Template::render(const nlohmann::ordered_json& variables, co
     top->parent = globals;
     for (const auto& [key, value] : variables.items()) {
       try {
-        top->vars[key] = from_json(value);
+        top->set(key, from_json(value));
       } catch (TemplateFailure& failure) {
         failure.message = "variable '" + key + "': " + failure.message;
         throw;

@@ -20,7 +20,7 @@ struct Limits {
   std::size_t max_output_bytes = std::size_t{16}
                                  << 20;  // the rendered text, and any one string or list built
   int max_call_depth = 64;               // macros calling macros (or caller()) at once
-  std::int64_t max_steps = 20'000'000;   // expression evaluations and loop iterations
+  std::int64_t max_steps = 200'000'000;  // expression evaluations and loop iterations
   std::int64_t max_range = 100'000;      // items in one range(), as Jinja's sandbox allows
 };
 

@@ -132,6 +132,13 @@ const void* Value::identity() const {
 }
 
 const Value* MapData::find(std::string_view key) const {
+  // Small dicts (messages, tool calls, the loop variable) are searched in order; large ones through the
+  // index.
+  if (index_.empty()) {
+    for (const auto& [name, value] : items_)
+      if (name == key) return &value;
+    return nullptr;
+  }
   auto found = index_.find(std::string(key));
   return found == index_.end() ? nullptr : &items_[found->second].second;
 }
@@ -140,13 +147,23 @@ void MapData::set(std::string key, Value value) {
   if (value.depth() + 1 > kMaxValueDepth)
     fail("a dict nested deeper than " + std::to_string(kMaxValueDepth) + " levels cannot be built");
   depth_ = std::max(depth_, value.depth() + 1);
-  auto found = index_.find(key);
-  if (found != index_.end()) {
-    items_[found->second].second = std::move(value);
+  if (const Value* existing = find(key)) {
+    *const_cast<Value*>(existing) = std::move(value);
     return;
   }
-  index_.emplace(key, items_.size());
   items_.emplace_back(std::move(key), std::move(value));
+  if (items_.size() == kIndexFrom) {
+    for (std::size_t i = 0; i < items_.size(); ++i) index_.emplace(items_[i].first, i);
+  } else if (items_.size() > kIndexFrom) {
+    index_.emplace(items_.back().first, items_.size() - 1);
+  }
+}
+
+void MapData::replace_at(std::size_t position, Value value) {
+  if (value.depth() + 1 > kMaxValueDepth)
+    fail("a dict nested deeper than " + std::to_string(kMaxValueDepth) + " levels cannot be built");
+  depth_ = std::max(depth_, value.depth() + 1);
+  items_[position].second = std::move(value);
 }
 
 void MapData::clear() {

@@ -68,6 +68,7 @@ class Value {
   const std::vector<Value>& items() const;
   const MapData& entries() const;
   NamespaceData& ns() const { return *std::get<std::shared_ptr<NamespaceData>>(data_); }
+  std::shared_ptr<NamespaceData> ns_handle() const { return std::get<std::shared_ptr<NamespaceData>>(data_); }
   const CallableData& fn() const { return *std::get<std::shared_ptr<const CallableData>>(data_); }
   const std::string& undefined_hint() const;
   // Nesting depth of lists and dicts, kept so hostile templates cannot build values too deep to destroy.
@@ -102,12 +103,15 @@ class MapData {
   void set(std::string key, Value value);
   const std::vector<std::pair<std::string, Value>>& items() const { return items_; }
   std::size_t size() const { return items_.size(); }
+  // Overwrites the value of the key at `position` (its place in insertion order).
+  void replace_at(std::size_t position, Value value);
   int depth() const { return depth_; }
   void clear();
 
  private:
+  static constexpr std::size_t kIndexFrom = 16;
   std::vector<std::pair<std::string, Value>> items_;
-  std::unordered_map<std::string, std::size_t> index_;
+  std::unordered_map<std::string, std::size_t> index_;  // built once a dict holds kIndexFrom keys
   int depth_ = 1;
 };
 
