@@ -1,5 +1,7 @@
 #include "server/generation.hpp"
 
+#include "server/peer.hpp"
+
 namespace plumb::server {
 
 namespace {
@@ -101,9 +103,18 @@ void respond_streamed(httplib::Response& res, std::shared_ptr<Job> job) {
       });
 }
 
-void respond_whole(httplib::Response& res, Job& job) {
+void respond_whole(const httplib::Request& req, httplib::Response& res, Job& job) {
+  const PeerWatch peer(req);
   std::optional<engine::Reply> reply;
-  while (!reply) reply = job.channel->take(milliseconds(1000)).done;
+  bool cancelled = false;
+  while (!reply) {
+    reply = job.channel->take(kPoll).done;
+    // A client that went away frees its stream now rather than when the whole reply is done.
+    if (!reply && !cancelled && peer.gone()) {
+      cancelled = job.state.model.engine->cancel(job.id);
+      job.state.metrics.count_disconnect();
+    }
+  }
   if (unfinished(*reply)) return send_error(res, unfinished_error(*reply));
   auto piece = job.text.push(reply->tokens);
   if (!piece.ok()) return send_error(res, internal_error(piece.error().message));

@@ -37,7 +37,7 @@ struct Job {
 
 // Streams the job as text/event-stream; a client that goes away cancels the engine request.
 void respond_streamed(httplib::Response& res, std::shared_ptr<Job> job);
-// Waits for the whole reply and sends it as one JSON body.
-void respond_whole(httplib::Response& res, Job& job);
+// Waits for the whole reply and sends it as one JSON body; a client that goes away meanwhile cancels it.
+void respond_whole(const httplib::Request& req, httplib::Response& res, Job& job);
 
 }  // namespace plumb::server

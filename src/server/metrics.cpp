@@ -84,7 +84,7 @@ std::string HttpMetrics::prometheus(const engine::Metrics& engine, int64_t in_fl
     for (const auto& [key, value] : requests_)
       out += fmt::format("plumb_http_requests_total{{route=\"{}\",status=\"{}\"}} {}\n", key.first,
                          key.second, value);
-    single(out, "plumb_http_stream_disconnects_total", "counter", "Streams whose client left before the end.",
+    single(out, "plumb_http_client_disconnects_total", "counter", "Replies whose client left before the end.",
            disconnects_);
   }
   single(out, "plumb_http_requests_in_flight", "gauge", "HTTP requests being handled.", in_flight);

@@ -15,7 +15,7 @@ class HttpMetrics {
  public:
   // One finished HTTP request: its route pattern (not the raw path, which a client controls) and status.
   void count(const std::string& route, int status);
-  // A streamed reply whose client went away before the end.
+  // A reply (streamed or whole) whose client went away before the end.
   void count_disconnect();
 
   // The whole exposition text.

@@ -144,7 +144,7 @@ void handle(Server::State& state, Prepare prepare, const httplib::Request& req, 
   auto job = std::make_shared<Job>(state, admission.id, std::move(channel), std::move(text),
                                    std::move(prepared->format));
   if (stream) return respond_streamed(res, std::move(job));
-  respond_whole(res, *job);
+  respond_whole(req, res, *job);
 }
 
 }  // namespace

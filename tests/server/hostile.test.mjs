@@ -163,6 +163,28 @@ test('clients that vanish mid-stream cancel their streams and free their state',
   const after = await metrics(server.baseURL, KEY);
   const cancelled = metricValue(after, 'plumb_engine_requests_total', '{outcome="cancelled"}') - cancelledBefore;
   assert.equal(cancelled, 6, 'streams cancelled by disconnects');
-  assert.equal(metricValue(after, 'plumb_http_stream_disconnects_total'), 6);
+  assert.equal(metricValue(after, 'plumb_http_client_disconnects_total'), 6);
+  await stillServing();
+});
+
+test('a client that leaves while waiting for a whole reply cancels it too', async () => {
+  const before = await metrics(server.baseURL, KEY);
+  const cancelledBefore = metricValue(before, 'plumb_engine_requests_total', '{outcome="cancelled"}');
+  const controller = new AbortController();
+  const pending = fetch(`${server.baseURL}/v1/chat/completions`, {
+    method: 'POST', signal: controller.signal, headers: { Authorization: `Bearer ${KEY}` },
+    body: JSON.stringify({ messages: [{ role: 'user', content: 'Count to one thousand' }], max_tokens: 3000,
+      temperature: 0, draft: false }),
+  });
+  await eventually(async () => metricValue(await metrics(server.baseURL, KEY), 'plumb_live_streams') === 1,
+    'the reply to start');
+  controller.abort();
+  await assert.rejects(pending);
+  await eventually(async () => {
+    const text = await metrics(server.baseURL, KEY);
+    return metricValue(text, 'plumb_live_streams') === 0 && metricValue(text, 'plumb_kv_reserved_bytes') === 0;
+  }, 'the reply to be cancelled and freed', 2000);
+  const after = await metrics(server.baseURL, KEY);
+  assert.equal(metricValue(after, 'plumb_engine_requests_total', '{outcome="cancelled"}') - cancelledBefore, 1);
   await stillServing();
 });
