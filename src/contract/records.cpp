@@ -112,6 +112,12 @@ Result<std::vector<KernelResources>> sorted_unique(std::vector<KernelResources> 
 
 }  // namespace
 
+std::string compiler_of(std::string_view text) {
+  for (std::string_view line : split_lines(text))
+    if (line.rfind("compiler: ", 0) == 0) return std::string(line.substr(10));
+  return {};
+}
+
 Result<std::vector<KernelResources>> parse_compiler_report(std::string_view text) {
   std::vector<KernelResources> kernels;
   KernelResources entry;
@@ -157,7 +163,7 @@ Result<std::vector<KernelResources>> parse_records(std::string_view text, std::s
   for (std::string_view line : split_lines(text)) {
     ++line_number;
     const size_t first = line.find_first_not_of(" \t\r");
-    if (first == std::string_view::npos || line[first] == '#') continue;
+    if (first == std::string_view::npos || line[first] == '#' || line.rfind("compiler: ", 0) == 0) continue;
     std::istringstream fields{std::string(line)};
     KernelResources record;
     std::string op_word, registers_word, stack_word, stores_word, loads_word, shared_word;
@@ -176,10 +182,11 @@ Result<std::vector<KernelResources>> parse_records(std::string_view text, std::s
   return sorted_unique(std::move(records));
 }
 
-std::string format_records(const std::vector<KernelResources>& records) {
+std::string format_records(const std::vector<KernelResources>& records, std::string_view compiler) {
   std::string text =
       "# Kernel contract gate 5: each CUDA kernel's resources per target, from the compiler's report.\n"
       "# Regenerate with `plumb contract --records-only --update-records` after a deliberate change.\n";
+  if (!compiler.empty()) text += fmt::format("compiler: {}\n", compiler);
   for (const KernelResources& record : records) text += record_line(record) + "\n";
   return text;
 }

@@ -21,11 +21,14 @@ struct KernelResources {
   int shared = 0;
 };
 
+// The compiler that made a report or records: the "compiler: ..." line (nvcc's build string), or empty.
+std::string compiler_of(std::string_view text);
+
 // Entries of a compiler report; several reports may be concatenated. Kernels are sorted by (kernel, target).
 Result<std::vector<KernelResources>> parse_compiler_report(std::string_view text);
 // The records file: "sm_90 KERNEL op OP registers N stack N spill_stores N spill_loads N shared N" per line.
 Result<std::vector<KernelResources>> parse_records(std::string_view text, std::string_view file_name);
-std::string format_records(const std::vector<KernelResources>& records);
+std::string format_records(const std::vector<KernelResources>& records, std::string_view compiler);
 
 // One line per problem: a kernel without a record, a record without a kernel, a changed kernel, spills.
 std::vector<std::string> compare_records(const std::vector<KernelResources>& records,

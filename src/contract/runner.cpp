@@ -174,14 +174,26 @@ int check_records(const RunnerOptions& options, std::FILE* out, Tally& tally) {
   auto report = parse_compiler_report(report_text.value_or(""));
   if (!report.ok()) return fmt::print(stderr, "plumb contract: {}\n", report.error().message), 2;
   std::error_code error;
-  auto records = parse_records(fs::exists(records_path, error) ? read_text(records_path) : "", records_path);
+  const std::string records_text = fs::exists(records_path, error) ? read_text(records_path) : "";
+  auto records = parse_records(records_text, records_path);
   if (!records.ok()) return fmt::print(stderr, "plumb contract: {}\n", records.error().message), 2;
+  const std::string report_compiler = compiler_of(report_text.value_or(""));
   if (options.update_records) {
-    std::ofstream(records_path, std::ios::binary) << format_records(updated_records(*records, *report));
+    std::ofstream(records_path, std::ios::binary)
+        << format_records(updated_records(*records, *report), report_compiler);
     fmt::print(out, "RECORDS  wrote {} records to {}\n", report->size(), records_path);
     return 0;
   }
-  const std::vector<std::string> problems = compare_records(*records, *report);
+  // Another compiler allocates differently: one problem says so instead of one per kernel.
+  const std::string records_compiler = compiler_of(records_text);
+  std::vector<std::string> problems;
+  if (!records_compiler.empty() && !report_compiler.empty() && records_compiler != report_compiler)
+    problems.push_back(
+        fmt::format("the records were made by '{}' and this build's report by '{}'; make records for "
+                    "this compiler with --update-records, or build with the recorded one",
+                    records_compiler, report_compiler));
+  else
+    problems = compare_records(*records, *report);
   for (const std::string& problem : problems) fmt::print(out, "RECORD   {}\n", problem);
   tally.record_problems += static_cast<int>(problems.size());
   fmt::print(out, "RECORDS  {} kernel targets in the compiler's report, {} records, {} problems\n",

@@ -1,5 +1,6 @@
 // Gate 5 on real compiler reports (fixtures from nvcc 13.0): parsing, comparison with records, spills,
 // updates.
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -7,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "contract/records.hpp"
+#include "contract/runner.hpp"
 
 namespace plumb::contract {
 namespace {
@@ -106,7 +108,9 @@ TEST(Records, UpdateKeepsOpsAndRoundTrips) {
   auto old_records = parse_records(fixture("resources_records.txt"), "resources_records.txt");
   ASSERT_TRUE(report.ok() && old_records.ok());
   const auto updated = updated_records(*old_records, *report);
-  auto reread = parse_records(format_records(updated), "formatted");
+  const std::string formatted = format_records(updated, "Build cuda_13.0.r13.0/compiler.36424714_0");
+  EXPECT_EQ(compiler_of(formatted), "Build cuda_13.0.r13.0/compiler.36424714_0");
+  auto reread = parse_records(formatted, "formatted");
   ASSERT_TRUE(reread.ok()) << reread.error().message;
   ASSERT_EQ(reread->size(), updated.size());
   EXPECT_EQ(find(*reread, "_Z8tile_sumPfPKfi", "sm_80")->op, "add");
@@ -133,6 +137,28 @@ TEST(Records, RecordsOfTargetsNotBuiltAreNotCompared) {
   ASSERT_EQ(problems.size(), 2u) << problems.front();
   for (const std::string& problem : problems)
     EXPECT_NE(problem.find("on sm_90 names no kernel"), std::string::npos);
+}
+
+TEST(Records, AnotherCompilerIsOneProblem) {
+  const std::string dir = std::string(PLUMB_BINARY_DIR) + "/tests/contract";
+  const std::string records = dir + "/records_other_compiler.txt";
+  const std::string report = dir + "/report_this_compiler.resources";
+  std::ofstream(records) << "compiler: Build cuda_12.8\n" << fixture("resources_records.txt");
+  std::ofstream(report) << "compiler: Build cuda_13.0\n" << fixture("resources_ptxas.txt");
+  RunnerOptions options;
+  options.records_file = records;
+  options.report = report;
+  Tally tally;
+  std::FILE* sink = std::tmpfile();
+  EXPECT_EQ(check_records(options, sink, tally), 0);
+  std::fclose(sink);
+  EXPECT_EQ(tally.record_problems, 1);
+  std::ofstream(records) << "compiler: Build cuda_13.0\n" << fixture("resources_records.txt");
+  Tally same;
+  sink = std::tmpfile();
+  EXPECT_EQ(check_records(options, sink, same), 0);
+  std::fclose(sink);
+  EXPECT_EQ(same.record_problems, 0);
 }
 
 TEST(Records, MalformedRecordLineIsNamed) {

@@ -13,6 +13,9 @@ report="$object.resources"
 "$@" 2>"$report.part"
 status=$?
 cat "$report.part" >&2
-grep -E '^(ptxas info|    [0-9]+ bytes stack frame)' "$report.part" >"$report" || true
+{
+  echo "compiler: $("$1" --version 2>/dev/null | tail -1)"
+  grep -E '^(ptxas info|    [0-9]+ bytes stack frame)' "$report.part" || true
+} >"$report"
 rm -f "$report.part"
 exit "$status"
