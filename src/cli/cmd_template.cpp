@@ -69,16 +69,18 @@ int run_template(const TemplateOptions& options) {
   std::string problem;
   if (!read_json(options.messages, messages, problem)) return report_bad_input(name, "--messages " + problem);
   // A bare list of messages, or a request object holding "messages" (and maybe "tools").
+  // Moved, never copied: copying JSON recurses once per nesting level, and the file may be hostile.
   if (messages.is_object() && messages.contains("messages")) {
-    if (messages.contains("tools")) request.tools = messages["tools"];
-    request.messages = messages["messages"];
+    if (messages.contains("tools")) request.tools = std::move(messages["tools"]);
+    request.messages = std::move(messages["messages"]);
   } else {
-    request.messages = messages;
+    request.messages = std::move(messages);
   }
   if (!options.tools.empty()) {
     nlohmann::ordered_json tools;
     if (!read_json(options.tools, tools, problem)) return report_bad_input(name, "--tools " + problem);
-    request.tools = tools.is_object() && tools.contains("tools") ? tools["tools"] : tools;
+    request.tools =
+        tools.is_object() && tools.contains("tools") ? std::move(tools["tools"]) : std::move(tools);
   }
   request.add_generation_prompt = options.add_generation_prompt;
   for (const std::string& spec : options.vars) {

@@ -122,6 +122,7 @@ Value repeat(const Value& sequence, std::int64_t times, std::size_t max_bytes) {
   }
   const auto& items = sequence.items();
   check_size(items.size() * 16 * static_cast<std::size_t>(std::min<std::int64_t>(times, 1 << 30)), max_bytes);
+  check_list_size(items.size() * static_cast<std::size_t>(std::min<std::int64_t>(times, 1 << 30)));
   std::vector<Value> out;
   for (std::int64_t i = 0; i < times; ++i) out.insert(out.end(), items.begin(), items.end());
   return Value::list(std::move(out), sequence.is_tuple());

@@ -48,7 +48,14 @@ struct Expr {
   std::vector<std::string> ops;  // Compare operators
   ExprPtr star, star_star;       // *args, **kwargs in a call
   bool negated = false;
+  int depth = 1;  // height of this node's tree, bounded so evaluating and freeing it cannot exhaust the stack
 };
+
+// Tallest expression tree a template may build.
+inline constexpr int kMaxExprDepth = 256;
+
+// Sets `expr.depth` from its children; throws TemplateFailure when the tree is too tall.
+void seal(Expr& expr);
 
 enum class StmtKind {
   Text,

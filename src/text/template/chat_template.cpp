@@ -65,6 +65,30 @@ Result<std::vector<std::pair<std::string, std::string>>> template_sources(const 
   return sources;
 }
 
+// Nesting depth of a JSON value, walked without recursion so hostile input cannot exhaust the stack; stops
+// counting past `limit`.
+int json_depth(const nlohmann::ordered_json& root, int limit) {
+  std::vector<std::pair<const nlohmann::ordered_json*, int>> pending{{&root, 1}};
+  int deepest = 0;
+  while (!pending.empty() && deepest <= limit) {
+    const auto [node, depth] = pending.back();
+    pending.pop_back();
+    deepest = std::max(deepest, depth);
+    if (node->is_structured())
+      for (const auto& child : *node) pending.emplace_back(&child, depth + 1);
+  }
+  return deepest;
+}
+
+Status check_depth(const nlohmann::ordered_json& value, const char* field) {
+  constexpr int kLimit = 128;
+  const int depth = json_depth(value, kLimit);
+  if (depth > kLimit)
+    return error_at("chat request", "field", field, "is nested too deeply", "at most 128 levels",
+                    "more than " + std::to_string(kLimit));
+  return {};
+}
+
 Status check_messages(const nlohmann::ordered_json& messages) {
   if (!messages.is_array())
     return error_at("chat request", "field", "messages", "is not a list", "a list of messages",
@@ -170,6 +194,10 @@ std::vector<std::string> ChatTemplate::names() const {
 }
 
 Result<std::string> ChatTemplate::render(const ChatRequest& request, const jinja::Limits& limits) const {
+  // Checked before anything copies them: copying JSON recurses once per level.
+  PLUMB_TRY(check_depth(request.messages, "messages"));
+  PLUMB_TRY(check_depth(request.tools, "tools"));
+  PLUMB_TRY(check_depth(request.extra, "extra"));
   PLUMB_TRY(check_messages(request.messages));
   if (!request.tools.is_null() && !request.tools.is_array())
     return error_at("chat request", "field", "tools", "is not a list", "a list of tools",

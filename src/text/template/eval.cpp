@@ -9,6 +9,15 @@ namespace plumb::text::jinja {
 Value Interpreter::eval(const Expr& expr, const ScopePtr& scope) {
   try {
     charge(1);
+    if (++nesting_ > kMaxEvalNesting) {
+      --nesting_;
+      fail("template evaluation nests too deeply; expected at most " + std::to_string(kMaxEvalNesting) +
+           " statements and expressions inside each other");
+    }
+    struct Unnest {
+      int& depth;
+      ~Unnest() { --depth; }
+    } unnest{nesting_};
     return eval_node(expr, scope);
   } catch (TemplateFailure& failure) {
     if (failure.line == 0) failure.line = expr.line;

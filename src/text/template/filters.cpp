@@ -38,6 +38,8 @@ Value indent(Interpreter&, const Value& operand, CallArgs& args) {
   }
   // Jinja appends a newline before splitting so a trailing newline survives.
   const std::vector<std::string> lines = py::splitlines(to_str(operand) + "\n", false);
+  if (indention.size() * lines.size() > kMaxBuiltBytes)
+    fail("filter 'indent' result is larger than the limit");
   std::string out;
   for (std::size_t i = 0; i < lines.size(); ++i) {
     if (i) out += '\n';
@@ -235,7 +237,7 @@ constexpr std::array<NamedFilter, 24> kFilters = {{
      [](Interpreter&, const Value& v, CallArgs& args) {
        ArgList a(what("replace"), args, {"old", "new", "count"}, 2);
        const std::int64_t count = a.has(2) && !a.at(2).is_none() ? a.int_at(2, -1) : -1;
-       return str(py::replace(to_str(v), to_str(a.at(0)), to_str(a.at(1)), count));
+       return str(py::replace(to_str(v), to_str(a.at(0)), to_str(a.at(1)), count, kMaxBuiltBytes));
      }},
     {"indent", indent},
     {"escape", html_escape},

@@ -168,6 +168,7 @@ std::string format_string(const std::string& format, const CallArgs& args) {
     }
     if (field.find_first_of(".[") != std::string::npos)
       fail("format field '" + field + "' uses attribute or index access, which is not supported");
+    if (out.size() > kMaxBuiltBytes) fail("format() result is larger than the limit");
     const Value& value = field_value(field, args, auto_index, numbering);
     if (conversion == 'r') {
       out += apply_spec(Value::string(to_repr(value)), spec);

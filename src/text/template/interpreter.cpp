@@ -13,6 +13,17 @@ ScopePtr child_of(const ScopePtr& parent) {
   return scope;
 }
 
+// Counts one level of evaluation for the lifetime of one statement or expression.
+struct NestingDepth {
+  int& depth;
+  explicit NestingDepth(int& counter) : depth(counter) {
+    if (++depth > kMaxEvalNesting)
+      fail("template evaluation nests too deeply; expected at most " + std::to_string(kMaxEvalNesting) +
+           " statements and expressions inside each other");
+  }
+  ~NestingDepth() { --depth; }
+};
+
 // Counts nested macro calls for the lifetime of one call.
 struct CallDepth {
   int& depth;
@@ -78,6 +89,7 @@ Interpreter::Flow Interpreter::exec(const Body& body, const ScopePtr& scope, std
   for (const StmtPtr& stmt : body) {
     try {
       charge(1);
+      NestingDepth nesting(nesting_);
       const Flow flow = exec_stmt(*stmt, scope, out);
       if (flow != Flow::Normal) return flow;
     } catch (TemplateFailure& failure) {

@@ -108,7 +108,7 @@ constexpr std::array<MethodEntry, 31> kStringMethods = {{
     {"replace",
      [](const Value& s, const CallArgs& args) {
        ArgList a(what("replace"), args, {"old", "new", "count"}, 2);
-       return str(py::replace(text(s), a.string_at(0, ""), a.string_at(1, ""), a.int_at(2, -1)));
+       return str(py::replace(text(s), a.string_at(0, ""), a.string_at(1, ""), a.int_at(2, -1), kMaxBuiltBytes));
      }},
     {"startswith", [](const Value& s, const CallArgs& args) { return affix_method(s, args, true); }},
     {"endswith", [](const Value& s, const CallArgs& args) { return affix_method(s, args, false); }},

@@ -195,6 +195,7 @@ std::vector<Value> iterate(const Value& value) {
       return keys;
     }
     case Kind::String: {
+      check_list_size(py::length(value.as_string()));
       std::vector<Value> chars;
       for (char32_t c : py::decode(value.as_string())) {
         std::string one;

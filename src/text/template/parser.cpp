@@ -145,6 +145,7 @@ StmtPtr Parser::parse_tag() {
 }
 
 StmtPtr Parser::parse_if(int line) {
+  NestingGuard guard(depth_, line);  // each elif nests one If in the previous one
   auto stmt = std::make_unique<Stmt>();
   stmt->kind = StmtKind::If;
   stmt->line = line;
@@ -303,6 +304,7 @@ StmtPtr Parser::parse_scope(int line, std::string_view tag) {
 
 ExprPtr Parser::parse_assign_target(bool with_namespace, const std::vector<std::string_view>& end_names) {
   const int line = current().line;
+  NestingGuard guard(depth_, line);
   if (with_namespace && current().type == Tok::Name && peek().type == Tok::Op && peek().text == ".") {
     auto target = node(ExprKind::Getattr, line);
     auto object = node(ExprKind::Name, line);
@@ -341,6 +343,7 @@ ExprPtr Parser::parse_assign_target(bool with_namespace, const std::vector<std::
   if (!is_tuple) return std::move(names.front());
   auto tuple = node(ExprKind::Tuple, line);
   tuple->items = std::move(names);
+  seal(*tuple);
   return tuple;
 }
 

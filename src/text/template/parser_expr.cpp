@@ -25,9 +25,35 @@ ExprPtr binary(ExprKind kind, std::string op, ExprPtr left, ExprPtr right) {
   expr->name = std::move(op);
   expr->a = std::move(left);
   expr->b = std::move(right);
+  seal(*expr);
+  return expr;
+}
+
+// Seals a finished node and hands it back.
+ExprPtr sealed(ExprPtr expr) {
+  seal(*expr);
   return expr;
 }
 }  // namespace
+
+void seal(Expr& expr) {
+  int tallest = 0;
+  auto consider = [&](const ExprPtr& child) {
+    if (child) tallest = std::max(tallest, child->depth);
+  };
+  consider(expr.a);
+  consider(expr.b);
+  consider(expr.c);
+  consider(expr.star);
+  consider(expr.star_star);
+  for (const ExprPtr& item : expr.items) consider(item);
+  for (const auto& keyword : expr.keywords) consider(keyword.second);
+  expr.depth = tallest + 1;
+  if (expr.depth > kMaxExprDepth)
+    throw TemplateFailure{"expression is nested too deeply; expected at most " +
+                              std::to_string(kMaxExprDepth) + " levels of operators, filters and calls",
+                          expr.line};
+}
 
 ExprPtr Parser::parse_tuple(bool with_condexpr, bool explicit_parens,
                             const std::vector<std::string_view>& end_names) {
@@ -50,7 +76,7 @@ ExprPtr Parser::parse_tuple(bool with_condexpr, bool explicit_parens,
   }
   auto tuple = node(ExprKind::Tuple, line);
   tuple->items = std::move(items);
-  return tuple;
+  return sealed(std::move(tuple));
 }
 
 ExprPtr Parser::parse_expression(bool with_condexpr) {
@@ -65,7 +91,7 @@ ExprPtr Parser::parse_condexpr() {
     cond->a = parse_or();
     cond->b = std::move(expr);
     if (skip_name("else")) cond->c = parse_condexpr();
-    expr = std::move(cond);
+    expr = sealed(std::move(cond));
   }
   return expr;
 }
@@ -88,7 +114,7 @@ ExprPtr Parser::parse_not() {
     auto expr = node(ExprKind::Not, current().line);
     ++pos_;
     expr->a = parse_not();
-    return expr;
+    return sealed(std::move(expr));
   }
   return parse_compare();
 }
@@ -118,7 +144,7 @@ ExprPtr Parser::parse_compare() {
     compare->ops.push_back(op);
     compare->items.push_back(parse_math1());
   }
-  return compare ? std::move(compare) : std::move(first);
+  return compare ? sealed(std::move(compare)) : std::move(first);
 }
 
 ExprPtr Parser::parse_math1() {
@@ -158,6 +184,7 @@ ExprPtr Parser::parse_unary(bool with_filter) {
     expr = node(is_op("-") ? ExprKind::Neg : ExprKind::Pos, current().line);
     ++pos_;
     expr->a = parse_unary(false);
+    seal(*expr);
   } else {
     expr = parse_primary();
   }
@@ -225,7 +252,7 @@ ExprPtr Parser::parse_collection(std::string_view close, ExprKind kind) {
     }
   }
   ++pos_;
-  return expr;
+  return sealed(std::move(expr));
 }
 
 ExprPtr Parser::parse_postfix(ExprPtr expr) {
@@ -236,7 +263,7 @@ ExprPtr Parser::parse_postfix(ExprPtr expr) {
       auto call = node(ExprKind::Call, current().line);
       call->a = std::move(expr);
       parse_call_args(*call);
-      expr = std::move(call);
+      expr = sealed(std::move(call));
     } else {
       return expr;
     }
@@ -253,7 +280,7 @@ ExprPtr Parser::parse_filter_expr(ExprPtr expr) {
       auto call = node(ExprKind::Call, current().line);
       call->a = std::move(expr);
       parse_call_args(*call);
-      expr = std::move(call);
+      expr = sealed(std::move(call));
     } else {
       return expr;
     }
@@ -269,12 +296,12 @@ ExprPtr Parser::parse_subscript(ExprPtr expr) {
       index->constant = Value::integer(tokens_[pos_++].int_value);
       item->a = std::move(expr);
       item->b = std::move(index);
-      return item;
+      return sealed(std::move(item));
     }
     auto attr = node(ExprKind::Getattr, line);
     attr->name = expect_name("an attribute name after '.'");
     attr->a = std::move(expr);
-    return attr;
+    return sealed(std::move(attr));
   }
   expect_op("[");
   std::vector<ExprPtr> args;
@@ -292,8 +319,9 @@ ExprPtr Parser::parse_subscript(ExprPtr expr) {
   } else {
     item->b = node(ExprKind::Tuple, line);
     item->b->items = std::move(args);
+    seal(*item->b);
   }
-  return item;
+  return sealed(std::move(item));
 }
 
 ExprPtr Parser::parse_subscribed() {
@@ -308,7 +336,7 @@ ExprPtr Parser::parse_subscribed() {
   slice->a = std::move(start);
   if (!is_op(":") && !is_op("]") && !is_op(",")) slice->b = parse_expression();
   if (skip_op(":") && !is_op("]") && !is_op(",")) slice->c = parse_expression();
-  return slice;
+  return sealed(std::move(slice));
 }
 
 void Parser::parse_call_args(Expr& call) {
@@ -355,7 +383,7 @@ ExprPtr Parser::parse_filter(ExprPtr operand, bool start_inline) {
     filter->name = parse_dotted_name();
     if (is_op("(")) parse_call_args(*filter);
     filter->a = std::move(operand);
-    operand = std::move(filter);
+    operand = sealed(std::move(filter));
   } while (start_inline && skip_op("|"));
   return operand;
 }
@@ -376,7 +404,7 @@ ExprPtr Parser::parse_test(ExprPtr operand) {
     test->items.push_back(parse_postfix(parse_primary()));
   }
   test->a = std::move(operand);
-  return test;
+  return sealed(std::move(test));
 }
 
 }  // namespace plumb::text::jinja

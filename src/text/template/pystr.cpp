@@ -1,5 +1,7 @@
 #include "text/template/pystr.hpp"
 
+#include "text/template/value.hpp"
+
 #include <utf8proc.h>
 
 #include <algorithm>
@@ -183,7 +185,17 @@ std::vector<std::string> splitlines(std::string_view text, bool keepends) {
 }
 
 std::string replace(std::string_view text, std::string_view old, std::string_view replacement,
-                    std::int64_t count) {
+                    std::int64_t count, std::size_t max_bytes) {
+  // The result's size is known before it is built, so an oversized one is refused without building it.
+  std::int64_t occurrences = old.empty() ? static_cast<std::int64_t>(length(text)) + 1 : py::count(text, old);
+  if (count >= 0) occurrences = std::min(occurrences, count);
+  const long double projected =
+      static_cast<long double>(text.size()) +
+      static_cast<long double>(occurrences) *
+          (static_cast<long double>(replacement.size()) - static_cast<long double>(old.size()));
+  if (projected > static_cast<long double>(max_bytes))
+    fail("replace() result is larger than the limit; expected at most " + std::to_string(max_bytes) +
+         " bytes");
   std::string out;
   std::int64_t done = 0;
   auto allowed = [&] { return count < 0 || done < count; };

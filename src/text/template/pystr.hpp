@@ -27,8 +27,9 @@ std::vector<std::string> split(std::string_view text, const std::optional<std::s
 std::vector<std::string> rsplit(std::string_view text, const std::optional<std::string>& sep,
                                 std::int64_t maxsplit);
 std::vector<std::string> splitlines(std::string_view text, bool keepends);
+// Fails (TemplateFailure) when the result would be larger than `max_bytes`, before building it.
 std::string replace(std::string_view text, std::string_view old, std::string_view replacement,
-                    std::int64_t count);
+                    std::int64_t count, std::size_t max_bytes);
 // Code point index of the first (or last) occurrence, or -1.
 std::int64_t find(std::string_view text, std::string_view sub, bool last);
 std::int64_t count(std::string_view text, std::string_view sub);

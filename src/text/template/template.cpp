@@ -25,6 +25,8 @@ Result<Template> Template::parse(std::string_view source, std::string name) {
     return Template(std::move(program), std::move(name));
   } catch (const TemplateFailure& failure) {
     return failure_error(name, failure);
+  } catch (const std::exception& unexpected) {
+    return Error{fmt::format("{}: parsing failed: {}", name, unexpected.what())};
   }
 }
 
@@ -51,6 +53,8 @@ Result<std::string> Template::render(const nlohmann::ordered_json& variables, co
     return failure_error(name_, failure);
   } catch (const std::bad_alloc&) {
     return Error{fmt::format("{}: rendering ran out of memory", name_)};
+  } catch (const std::exception& unexpected) {
+    return Error{fmt::format("{}: rendering failed: {}", name_, unexpected.what())};
   }
 }
 

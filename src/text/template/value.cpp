@@ -15,6 +15,12 @@ void fail(std::string message) {
   throw TemplateFailure{std::move(message), 0};
 }
 
+void check_list_size(std::size_t items) {
+  if (items > kMaxListItems)
+    fail("a list of " + std::to_string(items) + " items is larger than the limit; expected at most " +
+         std::to_string(kMaxListItems));
+}
+
 Value Value::undefined(std::string hint) {
   Value value;
   value.data_ = UndefinedData{std::make_shared<const std::string>(std::move(hint))};
@@ -22,6 +28,7 @@ Value Value::undefined(std::string hint) {
 }
 
 Value Value::list(std::vector<Value> items, bool tuple) {
+  check_list_size(items.size());
   auto data = std::make_shared<ListData>();
   int deepest = 0;
   for (const Value& item : items) deepest = std::max(deepest, item.depth());

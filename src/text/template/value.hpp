@@ -144,5 +144,9 @@ std::string type_name(const Value& value);
 
 // Deepest list/dict nesting a template may build or receive.
 inline constexpr int kMaxValueDepth = 256;
+// Most items one list may hold, and most bytes a builtin may build into one string.
+inline constexpr std::size_t kMaxListItems = std::size_t{1} << 20;
+inline constexpr std::size_t kMaxBuiltBytes = std::size_t{1} << 26;
+void check_list_size(std::size_t items);
 
 }  // namespace plumb::text::jinja

@@ -131,6 +131,23 @@ TEST(ChatTemplate, RefusesMalformedRequests) {
   EXPECT_NE(rendered.error().message.find("field 'tools' is not a list"), std::string::npos);
 }
 
+TEST(ChatTemplate, RefusesDeeplyNestedRequestsBeforeCopyingThem) {
+  auto chat = ChatTemplate::from_source(kEcho, "t.jinja");
+  ASSERT_TRUE(chat.ok());
+  json deep = "leaf";
+  for (int i = 0; i < 100000; ++i) {
+    json outer = json::array();
+    outer.push_back(std::move(deep));
+    deep = std::move(outer);
+  }
+  ChatRequest request = user_says("x");
+  request.messages[0]["content"] = std::move(deep);
+  auto rendered = chat->render(request);
+  ASSERT_FALSE(rendered.ok());
+  EXPECT_NE(rendered.error().message.find("field 'messages' is nested too deeply"), std::string::npos)
+      << rendered.error().message;
+}
+
 TEST(ChatTemplate, RefusesBrokenModelDirectories) {
   const std::vector<std::pair<fs::path, std::string>> cases = {
       {fs::path(PLUMB_BINARY_DIR) / "no_such_model_dir", "does not exist"},

@@ -4,6 +4,7 @@
 #include <pthread.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -82,6 +83,40 @@ TEST(TemplateLimits, DeepSourceNestingIsRefused) {
   expect_stopped("{{ " + std::string(100000, '-') + "1 }}", "too deeply");
 }
 
+// Long chains parse without recursion, so the tree's height is bounded separately: evaluating or freeing a
+// 100000-high tree would exhaust the stack.
+TEST(TemplateLimits, TallExpressionTreesAreRefused) {
+  std::string sum = "{{ 1";
+  for (int i = 0; i < 100000; ++i) sum += " + 1";
+  expect_stopped(sum + " }}", "expression is nested too deeply");
+  std::string filters = "{{ 'x'";
+  for (int i = 0; i < 100000; ++i) filters += " | upper";
+  expect_stopped(filters + " }}", "expression is nested too deeply");
+  std::string attributes = "{{ x";
+  for (int i = 0; i < 100000; ++i) attributes += ".a";
+  expect_stopped(attributes + " }}", "expression is nested too deeply");
+  std::string logic = "{{ 1";
+  for (int i = 0; i < 100000; ++i) logic += " and 1";
+  expect_stopped(logic + " }}", "expression is nested too deeply");
+  std::string elifs = "{% if false %}";
+  for (int i = 0; i < 100000; ++i) elifs += "{% elif false %}";
+  expect_stopped(elifs + "{% endif %}", "too deeply");
+  expect_stopped("{% set " + std::string(100000, '(') + "a" + std::string(100000, ')') + " = 1 %}",
+                 "too deeply");
+  std::string allowed = "{{ 1";
+  for (int i = 0; i < 200; ++i) allowed += " + 1";
+  EXPECT_EQ(run(allowed + " }}").error, "") << "a 200-term sum must render";
+}
+
+TEST(TemplateLimits, BuiltinsRefuseOversizedResults) {
+  expect_stopped("{% set s = 'ab' * 5000000 %}{{ s | replace('', 'xxxxxxxxxxxxxxxxxxxx') }}",
+                 "is larger than the limit");
+  expect_stopped("{% set s = 'a\n' * 5000000 %}{{ s | indent(4000) }}", "is larger than the limit");
+  expect_stopped("{% set f = '{:16000000}' * 100 %}{{ f.format(*range(100)) }}", "is larger than the limit");
+  expect_stopped("{% for c in 'x' * 10000000 %}{% endfor %}", "items is larger than the limit");
+  expect_stopped("{{ ([1] * 1000) * 10000 }}", "is larger than the limit");
+}
+
 TEST(TemplateLimits, DeepValuesAreRefused) {
   expect_stopped(
       "{% set ns = namespace(l=[]) %}{% for i in range(100000) %}{% set ns.l = [ns.l] %}{% endfor %}",
@@ -99,30 +134,67 @@ TEST(TemplateLimits, DeepValuesAreRefused) {
   EXPECT_NE(outcome.error.find("JSON input is nested too deeply"), std::string::npos) << outcome.error;
 }
 
-// The deepest nesting the limits allow (macro calls at the call limit, each inside nested expressions) fits a
-// 2 MiB thread stack, a quarter of the usual default.
-TEST(TemplateLimits, WorstAllowedNestingFitsASmallStack) {
-  std::string expression = "f(n - 1)";
-  for (int i = 0; i < 50; ++i) expression = "(" + expression + " ~ '')";
-  const std::string source = "{% macro f(n) %}{% if n > 0 %}{% if true %}{% for i in [1] %}{{ " + expression +
-                             " }}{% endfor %}{% endif %}{% else %}bottom{% endif %}{% endmacro %}{{ f(63) }}";
+// Runs `source` on a thread with a `stack_bytes` stack.
+Outcome run_on_stack(const std::string& source, std::size_t stack_bytes) {
   struct Job {
     std::string source;
     Outcome outcome;
   } job{source, {}};
   pthread_attr_t attributes;
   pthread_attr_init(&attributes);
-  pthread_attr_setstacksize(&attributes, std::size_t{2} << 20);
+  pthread_attr_setstacksize(&attributes, stack_bytes);
   pthread_t thread;
   auto body = [](void* arg) -> void* {
     auto* work = static_cast<Job*>(arg);
     work->outcome = run(work->source);
     return nullptr;
   };
-  ASSERT_EQ(pthread_create(&thread, &attributes, body, &job), 0);
+  EXPECT_EQ(pthread_create(&thread, &attributes, body, &job), 0);
   pthread_join(thread, nullptr);
   pthread_attr_destroy(&attributes);
-  EXPECT_EQ(job.outcome.error, "") << "the deepest allowed template failed on a 2 MiB stack";
+  return job.outcome;
+}
+
+// 64 nested macro calls, each adding `layers` of nesting of one kind: the tallest such template that stays
+// within the nesting limit, found on the main thread's stack.
+std::string deepest_allowed(const std::function<std::string(int)>& template_with_layers) {
+  for (int layers = 60; layers > 0; --layers) {
+    const std::string source = template_with_layers(layers);
+    if (run(source).error.empty()) return source;
+  }
+  return "";
+}
+
+// Whatever mix of statements, expressions and calls a template nests, the limits keep it within a 2 MiB
+// thread stack, a quarter of the usual default.
+TEST(TemplateLimits, DeepestAllowedNestingFitsASmallStack) {
+  const std::string tall_expressions = deepest_allowed([](int layers) {
+    std::string expression = "f(n - 1)";
+    for (int i = 0; i < layers; ++i) expression += " ~ ''";
+    return "{% macro f(n) %}{% if n > 0 %}{{ " + expression +
+           " }}{% else %}bottom{% endif %}{% endmacro %}{{ f(63) }}";
+  });
+  const std::string nested_blocks = deepest_allowed([](int layers) {
+    std::string open;
+    std::string close;
+    for (int i = 0; i < layers; ++i) {
+      open += i % 2 ? "{% if true %}" : "{% for x in [1] %}";
+      close = (i % 2 ? "{% endif %}" : "{% endfor %}") + close;
+    }
+    return "{% macro f(n) %}{% if n > 0 %}" + open + "{{ f(n - 1) }}" + close +
+           "{% else %}bottom{% endif %}{% endmacro %}{{ f(63) }}";
+  });
+  for (const std::string* source : {&tall_expressions, &nested_blocks}) {
+    ASSERT_FALSE(source->empty());
+    const Outcome outcome = run_on_stack(*source, std::size_t{2} << 20);
+    EXPECT_EQ(outcome.error, "") << "the deepest allowed template failed on a 2 MiB stack";
+  }
+  std::string taller = "f(n - 1)";
+  for (int i = 0; i < 40; ++i) taller += " ~ ''";
+  const Outcome too_nested = run("{% macro f(n) %}{% if n > 0 %}{{ " + taller +
+                                 " }}{% else %}bottom{% endif %}{% endmacro %}{{ f(63) }}");
+  EXPECT_NE(too_nested.error.find("template evaluation nests too deeply"), std::string::npos)
+      << too_nested.error;
   const Outcome too_deep =
       run("{% macro f(n) %}{% if n > 0 %}{{ f(n - 1) }}{% else %}bottom{% endif %}{% endmacro %}{{ f(64) }}");
   EXPECT_NE(too_deep.error.find("nests calls too deeply; expected at most 64 levels"), std::string::npos)
