@@ -5,10 +5,7 @@
 namespace plumb::engine {
 
 StopText::StopText(const text::Tokenizer& tokenizer, bool skip_special, std::vector<std::string> stop_strings)
-    : tokenizer_(tokenizer),
-      skip_special_(skip_special),
-      decoder_(text::StreamDecoder(tokenizer, skip_special)),
-      stops_(std::move(stop_strings)) {
+    : decoder_(text::StreamDecoder(tokenizer, skip_special)), stops_(std::move(stop_strings)) {
   std::erase_if(stops_, [](const std::string& stop) { return stop.empty(); });
 }
 
@@ -45,13 +42,7 @@ StopText::Step StopText::take(bool at_end) {
 Result<StopText::Step> StopText::push(int32_t token) {
   if (!decoder_) return Step{};
   auto piece = decoder_->push(token);
-  if (!piece.ok()) {
-    // The detokenizer cannot keep what it already emitted (a byte run split by a skipped special token):
-    // the text carries on from a fresh detokenizer, the same way for the same ids, so replies stay exact.
-    decoder_.emplace(*tokenizer_, skip_special_);
-    piece = decoder_->push(token);
-    if (!piece.ok()) return piece.error();
-  }
+  if (!piece.ok()) return piece.error();
   held_ += *piece;
   return take(false);
 }
@@ -59,9 +50,8 @@ Result<StopText::Step> StopText::push(int32_t token) {
 Result<StopText::Step> StopText::finish() {
   if (!decoder_) return Step{};
   auto rest = decoder_->finish();
-  // As in push: what cannot extend the emitted text consistently is dropped.
-  if (rest.ok()) held_ += *rest;
-  decoder_.emplace(*tokenizer_, skip_special_);
+  if (!rest.ok()) return rest.error();
+  held_ += *rest;
   return take(true);
 }
 

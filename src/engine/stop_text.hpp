@@ -28,8 +28,6 @@ class StopText {
 
  private:
   Step take(bool at_end);
-  std::optional<text::Tokenizer> tokenizer_;
-  bool skip_special_ = true;
   std::optional<text::StreamDecoder> decoder_;
   std::vector<std::string> stops_;
   std::string held_;  // final text not yet returned
