@@ -1,15 +1,12 @@
 #include "engine/gemma4_lane.hpp"
 
-#include <algorithm>
-
 #include "models/gemma4/try_assign.hpp"
 
 namespace plumb::engine {
 
 namespace {
 
-// A Gemma 4 stream cache plus the highest position ever written: a roll-back lowers the cache's end, but the
-// ring slots past it were overwritten all the same, so reach is judged from the highest write.
+// A Gemma 4 stream cache; the cache judges its own sliding-ring reach (from the highest position written).
 class Gemma4State final : public LaneState {
  public:
   Gemma4State(gemma4::StreamCache cache, const gemma4::Model& model)
@@ -18,33 +15,18 @@ class Gemma4State final : public LaneState {
   int64_t end() const override { return cache_.end(); }
   int64_t bytes() const override { return cache_.bytes(); }
   Status roll_back(int64_t end) override { return cache_.roll_back(end); }
-
-  bool can_resume_at(int64_t position) const override {
-    if (position < 0 || position > cache_.end()) return false;
-    const auto& layers = cache_.layers();
-    for (size_t i = 0; i < layers.size(); ++i) {
-      if (!layers[i].sliding) continue;
-      const int64_t oldest_kept = std::max<int64_t>(0, written_end_ - layers[i].capacity);
-      const int64_t oldest_needed = std::max<int64_t>(0, position - model_.config.layers[i].window + 1);
-      if (oldest_needed < oldest_kept) return false;
-    }
-    return true;
-  }
+  bool can_resume_at(int64_t position) const override { return cache_.can_resume_at(position); }
 
   Result<std::unique_ptr<LaneState>> clone() const override {
     PLUMB_TRY_ASSIGN(copy, cache_.clone(*model_.backend));
-    auto state = std::make_unique<Gemma4State>(std::move(copy), model_);
-    state->written_end_ = written_end_;
-    return std::unique_ptr<LaneState>(std::move(state));
+    return std::unique_ptr<LaneState>(std::make_unique<Gemma4State>(std::move(copy), model_));
   }
 
   gemma4::StreamCache& cache() { return cache_; }
-  void wrote(int64_t end) { written_end_ = std::max(written_end_, end); }
 
  private:
   gemma4::StreamCache cache_;
   const gemma4::Model& model_;
-  int64_t written_end_ = 0;
 };
 
 class Gemma4Lane final : public LaneModel {
@@ -81,9 +63,6 @@ class Gemma4Lane final : public LaneModel {
       batch.push_back({&state->cache(), chunk.tokens, chunk.first_position, rows});
     }
     auto logits = gemma4::forward(model_, batch);
-    for (const LaneChunk& chunk : chunks)
-      static_cast<Gemma4State*>(chunk.state)
-          ->wrote(chunk.first_position + static_cast<int64_t>(chunk.tokens.size()));
     if (!logits.ok()) return logits.error();
     LaneLogits out;
     out.rows = logits->rows;
