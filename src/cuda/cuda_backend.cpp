@@ -38,6 +38,7 @@ CudaBackend::CudaBackend(DeviceInfo info, Stream stream)
 CudaBackend::~CudaBackend() {
   cudaStreamSynchronize(stream_.get());
   if (scratch_ != nullptr) arena_->release(scratch_);
+  if (counters_ != nullptr) arena_->release(counters_);
 }
 
 Result<std::unique_ptr<CudaBackend>> CudaBackend::create(int device) {
@@ -145,6 +146,22 @@ void* CudaBackend::scratch(std::string_view op, size_t bytes) {
   return scratch_;
 }
 
+unsigned* CudaBackend::matmul_counters() {
+  if (counters_ != nullptr) return counters_;
+  const size_t bytes = kMatmulCounters * sizeof(unsigned);
+  auto block = arena_->allocate(bytes);
+  if (!block) {
+    if (!failed()) failure_ = Error{fmt::format("cuda.matmul: split counters: {}", block.error().message)};
+    return nullptr;
+  }
+  if (!check_launch("matmul", cudaMemsetAsync(*block, 0, bytes, stream_.get()))) {
+    arena_->release(*block);
+    return nullptr;
+  }
+  counters_ = static_cast<unsigned*>(*block);
+  return counters_;
+}
+
 void CudaBackend::embed_rows(const ops::EmbedLaunch& launch) {
   if (!failed()) check_launch("embed_rows", launch_embed_rows(embed_args(launch), stream_.get()));
 }
@@ -179,7 +196,9 @@ void CudaBackend::matmul(const ops::MatmulLaunch& launch) {
   const size_t bytes = matmul_scratch_bytes(args);
   void* area = bytes > 0 ? scratch("matmul", bytes) : nullptr;
   if (bytes > 0 && area == nullptr) return;
-  check_launch("matmul", launch_matmul(args, area, stream_.get()));
+  unsigned* counters = matmul_counters();
+  if (counters == nullptr) return;
+  check_launch("matmul", launch_matmul(args, area, counters, stream_.get()));
 }
 
 void CudaBackend::attention(const ops::AttentionLaunch& launch) {

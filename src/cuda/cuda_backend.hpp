@@ -51,12 +51,15 @@ class CudaBackend final : public ops::Backend {
   bool failed() const { return failure_.has_value(); }
   // Device scratch of at least `bytes`, kept between ops and grown when needed.
   void* scratch(std::string_view op, size_t bytes);
+  // The matmul's split counters (launchers.hpp), allocated and zeroed on first use.
+  unsigned* matmul_counters();
 
   DeviceInfo info_;
   Stream stream_;
   std::shared_ptr<Arena> arena_;
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
+  unsigned* counters_ = nullptr;
   std::optional<Error> failure_;
 };
 

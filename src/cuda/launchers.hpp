@@ -23,9 +23,12 @@ cudaError_t launch_scale(const RowsArgs& launch, cudaStream_t stream);
 cudaError_t launch_soft_cap(const RowsArgs& launch, cudaStream_t stream);
 cudaError_t launch_argmax(const ArgmaxArgs& launch, cudaStream_t stream);
 
-// Scratch the op needs on the device (0 when none); the backend passes at least this many bytes.
+// Scratch the op needs on the device (0 when none); the backend passes at least this many bytes, and
+// kMatmulCounters zeroed counters that every launch leaves zeroed (the decode kernel's last block of each
+// output strip adds the K splits; a launch with several splits has fewer than 256 strips).
 size_t matmul_scratch_bytes(const MatmulArgs& launch);
-cudaError_t launch_matmul(const MatmulArgs& launch, void* scratch, cudaStream_t stream);
+inline constexpr size_t kMatmulCounters = 256;
+cudaError_t launch_matmul(const MatmulArgs& launch, void* scratch, unsigned* counters, cudaStream_t stream);
 
 // Attention processes its rows in chunks whose partials fit `scratch_bytes`; attention_scratch_bytes is the
 // most it can use for this launch (capped), attention_scratch_minimum the least it needs.

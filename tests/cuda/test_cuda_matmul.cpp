@@ -1,7 +1,7 @@
 // Matmul on CUDA: within the fp32 accumulation range of the float64 reference; affine weights give exactly
 // the bits of the dense weight they dequantize to; a row's bits never depend on how many rows share the call
-// (1 to 128 rows, and 1100 rows where one block runs all K splits) or on the alignment of x; repeats are
-// identical.
+// (1 to 32 rows run the decode kernel, 33 to 128 and 1100 rows the tiled kernel, where one block runs all K
+// splits) or on the alignment of x; repeats are identical.
 #include <random>
 
 #include "core/half.hpp"
@@ -141,8 +141,29 @@ TEST(CudaMatmul, RowBitsDoNotDependOnTheRowCount) {
   const Values x = ops::testing::random_bf16(52, 128 * in, -2, 2);
   expect_rows_independent("dense", testing::dense_weight(*gpu(), w, out, in).weight, x);
   const std::vector<float> floats(w.begin(), w.end());
+  // Each format the decode kernel dequantizes in registers, with each group size it reads per half-row.
+  struct Format {
+    int bits, group;
+  };
+  for (const Format f : {Format{4, 64}, Format{8, 128}, Format{2, 32}}) {
+    const ops::AffineTensor q = ops::affine_quantize(floats, out, in, f.bits, f.group);
+    expect_rows_independent(fmt::format("affine {} bits group {}", f.bits, f.group),
+                            testing::affine_weight(*gpu(), q, out, in, f.bits, f.group).weight, x);
+  }
+}
+
+TEST(CudaMatmul, RowBitsDoNotDependOnTheRowCountForLongSplits) {
+  PLUMB_GPU_OR_SKIP();
+  // Gemma 4 12B down_proj: K split 9 ways of 27 tiles, more x than the decode kernel stages at once for 17
+  // to 32 rows.
+  const int64_t out = 3840, in = 15360;
+  const Values w = ops::testing::random_bf16(53, out * in, -1, 1);
+  const Values x = ops::testing::random_bf16(54, 128 * in, -2, 2);
+  expect_rows_independent("down_proj dense", testing::dense_weight(*gpu(), w, out, in).weight, x);
+  const std::vector<float> floats(w.begin(), w.end());
   const ops::AffineTensor q = ops::affine_quantize(floats, out, in, 4, 64);
-  expect_rows_independent("affine 4 bits", testing::affine_weight(*gpu(), q, out, in, 4, 64).weight, x);
+  expect_rows_independent("down_proj affine 4 bits", testing::affine_weight(*gpu(), q, out, in, 4, 64).weight,
+                          x);
 }
 
 TEST(CudaMatmul, UnalignedRowsGiveTheSameBits) {

@@ -1,0 +1,264 @@
+// out = x · Wᵀ for up to 32 rows (decode steps and small batches): the same sums in the same order as
+// k_matmul.cu (each K split's k16 mma steps in ascending order from zero, splits added in split order, one
+// rounding to bf16 or none for f32), so a row's bits never depend on which kernel or how many rows ran it
+// (I1). Each warp streams 16 weight columns of one K split from global memory straight into mma fragments
+// (k_matmul_fragments.cuh), several 64-wide k tiles ahead in registers; x is staged once per block in shared
+// memory. With several splits, the block that finishes a column strip last (a counter per strip) adds the
+// splits' partial sums in split order, so no second launch is needed.
+#include <algorithm>
+
+#include "cuda/k_matmul_fragments.cuh"
+#include "cuda/launchers.hpp"
+
+namespace plumb::cuda {
+
+namespace matmul {
+
+namespace {
+
+constexpr int64_t kSegmentBytes =
+    64 * 1024;  // x staged per block at a time, so that several blocks fit an SM
+
+// Rows of x for k tiles [kt, kt + tiles) into shared memory (row stride row_bytes, zeros past k), then a
+// zero 16-byte row that absent rows' ldmatrix addresses point at.
+__device__ void stage_x(char* shared, const DecodeParams& p, int64_t kt, int tiles, int row_bytes) {
+  const int64_t chunks = tiles * (kTileK / 8);
+  for (int64_t i = threadIdx.x; i < p.rows * chunks; i += kDecodeThreads) {
+    const int64_t r = i / chunks, c = i % chunks;
+    const int64_t col = kt * kTileK + c * 8;
+    const bool present = col < p.k;
+    const uint16_t* source = p.x + r * p.x_stride + (present ? col : 0);
+    uint4* target = reinterpret_cast<uint4*>(shared + r * row_bytes) + c;
+    if (p.x_vector) {
+      copy16(target, source, present);
+    } else {
+      *target = gather8(source, present, p.k - col);
+    }
+  }
+  if (threadIdx.x == 0) *reinterpret_cast<uint4*>(shared + p.rows * row_bytes) = make_uint4(0, 0, 0, 0);
+  copy_commit();
+}
+
+// acc += x[:, tile] · W[tile columns]ᵀ for k16 step kStep of the tile.
+template <int kBits, int kMTiles, int kStep>
+__device__ __forceinline__ void multiply_step(const WeightTile<kBits>& tile,
+                                              const HalfRow<kBits> (&halves)[kDecodeNTiles][2],
+                                              const DecodeParams& p, const char* shared, int row_bytes,
+                                              int64_t kt, int local,
+                                              float (&acc)[kMTiles][kDecodeNTiles][4]) {
+  const int lane = threadIdx.x % 32;
+  uint32_t a[kMTiles][4];
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt) {
+    const int row = mt * 16 + lane % 16;
+    const int offset = (local * kTileK + kStep * 16 + (lane / 16) * 8) * 2;
+    ldmatrix_x4(a[mt], row < p.rows ? shared + row * row_bytes + offset : shared + p.rows * row_bytes);
+  }
+  const bool step_present = kt * kTileK + kStep * 16 < p.k;
+#pragma unroll
+  for (int j = 0; j < kDecodeNTiles; ++j) {
+    uint32_t b0 = 0, b1 = 0;
+    if constexpr (kBits == 0) {
+      b0 = tile.word[j][kStep][0];
+      b1 = tile.word[j][kStep][1];
+    } else if (step_present) {
+      affine_fragment<kBits, kStep>(tile, j, halves[j][kStep / 2], b0, b1);
+    }
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) mma_bf16(acc[mt][j], a[mt], b0, b1);
+  }
+}
+
+// The tile's four k16 steps in order; affine half-rows' scales, biases and forms are read once per tile.
+template <int kBits, int kMTiles>
+__device__ __forceinline__ void multiply_tile(const WeightTile<kBits>& tile, const DecodeParams& p,
+                                              const char* shared, int row_bytes, int64_t kt, int local,
+                                              float (&acc)[kMTiles][kDecodeNTiles][4]) {
+  HalfRow<kBits> halves[kDecodeNTiles][2] = {};
+  if constexpr (kBits != 0) {
+#pragma unroll
+    for (int j = 0; j < kDecodeNTiles; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) halves[j][h] = half_row<kBits>(tile.scale_bias[j][h]);
+  }
+  multiply_step<kBits, kMTiles, 0>(tile, halves, p, shared, row_bytes, kt, local, acc);
+  multiply_step<kBits, kMTiles, 1>(tile, halves, p, shared, row_bytes, kt, local, acc);
+  multiply_step<kBits, kMTiles, 2>(tile, halves, p, shared, row_bytes, kt, local, acc);
+  multiply_step<kBits, kMTiles, 3>(tile, halves, p, shared, row_bytes, kt, local, acc);
+}
+
+__device__ __forceinline__ void store(const DecodeParams& p, int64_t row, int64_t col, float value) {
+  if (p.out_f32) {
+    static_cast<float*>(p.out)[row * p.out_stride + col] = value;
+  } else {
+    static_cast<uint16_t*>(p.out)[row * p.out_stride + col] = bf16_bits(value);
+  }
+}
+
+// The last block of a column strip to arrive adds the splits' partials in split order: t = p0; t += p1...
+__device__ void reduce_if_last(const DecodeParams& p) {
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(p.counters + blockIdx.x, 1u) == static_cast<unsigned>(p.splits - 1);
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int64_t i = threadIdx.x; i < p.rows * kDecodeBlockCols; i += kDecodeThreads) {
+    const int64_t row = i / kDecodeBlockCols,
+                  col = blockIdx.x * int64_t{kDecodeBlockCols} + i % kDecodeBlockCols;
+    if (col >= p.n) continue;
+    float total = __ldcg(p.partial + row * p.n + col);
+    for (int s = 1; s < p.splits; ++s) total = total + __ldcg(p.partial + (s * p.rows + row) * p.n + col);
+    store(p, row, col, total);
+  }
+  if (threadIdx.x == 0) p.counters[blockIdx.x] = 0u;
+}
+
+// Two blocks per SM where the ring fits 128 registers; 8-bit codes for 32 rows need more.
+template <int kBits, int kMTiles>
+constexpr int kBlocksPerSm = kBits == 8 && kMTiles == 2 ? 1 : 2;
+
+template <int kBits, int kMTiles, int kDepth>
+__global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<kBits, kMTiles>))
+    decode_kernel(DecodeParams p) {
+  extern __shared__ __align__(16) char shared[];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kDecodeBlockCols + warp * kDecodeWarpCols;
+  const int split = static_cast<int>(blockIdx.y);
+  const int64_t kt0 = split * p.tiles_per_split;
+  const int tiles = static_cast<int>(min(kt0 + p.tiles_per_split, p.k_tiles) - kt0);
+  const int row_bytes = p.segment_tiles * 128 + 16;
+  WeightTile<kBits> ring[kDepth];
+#pragma unroll
+  for (int i = 0; i < kDepth; ++i)
+    if (i < tiles) load_tile<kBits>(ring[i], p, col0, kt0 + i);
+  float acc[kMTiles][kDecodeNTiles][4] = {};
+  int segment = 0;  // the first tile of the x segment in shared memory
+  for (int base = 0; base < tiles; base += kDepth) {
+    if (base == 0 || base == segment + p.segment_tiles) {
+      if (base > 0) __syncthreads();
+      segment = base;
+      stage_x(shared, p, kt0 + base, min(p.segment_tiles, tiles - base), row_bytes);
+      copy_wait<0>();
+      __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < kDepth; ++i) {
+      if (base + i < tiles) {
+        multiply_tile<kBits, kMTiles>(ring[i], p, shared, row_bytes, kt0 + base + i, base + i - segment, acc);
+        if (base + i + kDepth < tiles) load_tile<kBits>(ring[i], p, col0, kt0 + base + i + kDepth);
+      }
+    }
+  }
+  const bool to_partial = p.splits > 1;
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+    for (int j = 0; j < kDecodeNTiles; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int64_t row = mt * 16 + lane / 4 + (e / 2) * 8;
+        const int64_t col = col0 + j * 8 + (lane % 4) * 2 + e % 2;
+        if (row >= p.rows || col >= p.n) continue;
+        if (to_partial) {
+          p.partial[(split * p.rows + row) * p.n + col] = acc[mt][j][e];
+        } else {
+          store(p, row, col, acc[mt][j][e]);
+        }
+      }
+  if (to_partial) reduce_if_last(p);
+}
+
+// Ring depth per weight format: about the same bytes in flight per warp within the register budget.
+template <int kBits>
+constexpr int kRingDepth = kBits == 0   ? 3
+                           : kBits == 2 ? 4
+                           : kBits == 4 ? 3
+                                        : 2;
+
+template <int kBits, int kMTiles>
+cudaError_t run_decode(DecodeParams p, cudaStream_t stream) {
+  constexpr int kDepth = kRingDepth<kBits>;
+  auto kernel = decode_kernel<kBits, kMTiles, kDepth>;
+  const int64_t most = std::max<int64_t>(kDepth, (kSegmentBytes / std::max<int64_t>(p.rows, 1) - 32) / 128);
+  p.segment_tiles = static_cast<int>(std::min(p.tiles_per_split, most / kDepth * kDepth));
+  if (p.segment_tiles < p.tiles_per_split && p.segment_tiles % kDepth != 0) return cudaErrorInvalidValue;
+  const size_t shared = static_cast<size_t>(p.rows * (p.segment_tiles * 128 + 16) + 16);
+  if (shared > 48 * 1024) {
+    const cudaError_t code =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared));
+    if (code != cudaSuccess) return code;
+  }
+  const dim3 grid(blocks_for(p.n, kDecodeBlockCols), static_cast<unsigned>(p.splits));
+  kernel<<<grid, kDecodeThreads, shared, stream>>>(p);
+  return cudaGetLastError();
+}
+
+template <int kMTiles>
+cudaError_t run_decode_bits(const DecodeParams& p, int bits, cudaStream_t stream) {
+  switch (bits) {
+    case 0:
+      return run_decode<0, kMTiles>(p, stream);
+    case 2:
+      return run_decode<2, kMTiles>(p, stream);
+    case 4:
+      return run_decode<4, kMTiles>(p, stream);
+    case 8:
+      return run_decode<8, kMTiles>(p, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+bool aligned(const void* pointer, uintptr_t bytes) {
+  return reinterpret_cast<uintptr_t>(pointer) % bytes == 0;
+}
+
+}  // namespace
+
+}  // namespace matmul
+
+bool matmul_decode_supports(const WeightArgs& weight) {
+  if (!weight.affine)
+    return weight.dense_kind == DenseKind::bf16 && weight.in % 8 == 0 && matmul::aligned(weight.dense, 16);
+  const bool bits = weight.bits == 2 || weight.bits == 4 || weight.bits == 8;
+  // Whole 16-byte code chunks per row, and 2-byte aligned scale and bias tensors.
+  return bits && weight.in * weight.bits % 128 == 0 && matmul::aligned(weight.packed, 16) &&
+         matmul::aligned(weight.scales, 2) && matmul::aligned(weight.biases, 2);
+}
+
+cudaError_t launch_matmul_decode(const MatmulArgs& launch, int64_t tiles_per_split, int splits, void* scratch,
+                                 unsigned* counters, cudaStream_t stream) {
+  using namespace matmul;
+  const WeightArgs& weight = launch.weight;
+  DecodeParams p{};
+  p.x = launch.x;
+  p.x_stride = launch.x_stride;
+  p.rows = launch.rows;
+  p.dense = static_cast<const uint16_t*>(weight.dense);
+  p.packed = weight.packed;
+  p.scales = weight.scales;
+  p.biases = weight.biases;
+  p.n = weight.out;
+  p.k = weight.in;
+  if (weight.affine) {
+    p.row_words = p.k * weight.bits / 32;
+    p.groups = p.k / weight.group;
+    p.group_shift = weight.group == 32 ? 5 : weight.group == 64 ? 6 : 7;
+  }
+  p.out = launch.out;
+  p.out_f32 = launch.out_f32;
+  p.out_stride = launch.out_stride;
+  p.partial = static_cast<float*>(scratch);
+  p.counters = counters;
+  p.k_tiles = (p.k + kTileK - 1) / kTileK;
+  p.tiles_per_split = tiles_per_split;
+  p.splits = splits;
+  p.x_vector = aligned(launch.x, 16) && launch.x_stride % 8 == 0 && p.k % 8 == 0;
+  if (splits > 1 && blocks_for(p.n, kDecodeBlockCols) > kMatmulCounters) return cudaErrorInvalidValue;
+  const int bits = weight.affine ? weight.bits : 0;
+  return launch.rows <= 16 ? run_decode_bits<1>(p, bits, stream) : run_decode_bits<2>(p, bits, stream);
+}
+
+}  // namespace plumb::cuda

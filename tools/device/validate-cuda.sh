@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# On the GPU machine: builds every target of the tree it runs in with the CUDA backend, then runs, each step
+# under its own time limit so that the logs of the steps that ran always come back: the whole ctest suite (CUDA
+# tests included), the kernel contract on CUDA, the exactness suite on CUDA, the kernel benchmarks, and, when
+# STEPS names them, plumb bench at Gemma 4 12B geometry (4-bit g64 and bf16) and transformers on the same bf16
+# weights. Usage: OUT=dir STEPS="build ctest contract exactness opsbench bench4 bench16 hf" tools/device/...
+# (PLUMB=path/to/plumb uses a plumb built elsewhere; BENCH_ARGS and HF_ARGS pass options to the benches;
+# PACK=file.tgz packs the logs into one file after every step, for a machine that returns few files.)
+# Needs .debs/ from tools/device/fetch-debs.sh (run where apt works). Writes OUT/steps.txt and one log a step.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${OUT:-$PWD/out/validate}
+steps=${STEPS:-build ctest contract exactness opsbench bench4 bench16 hf}
+models=${MODELS:-/tmp/plumb-models}
+mkdir -p "$out" "$models"
+
+# step NAME LIMIT_SECONDS COMMAND...: runs COMMAND with its output in OUT/NAME.log and records rc and seconds.
+step() {
+  local name=$1 limit=$2 start=$SECONDS rc
+  shift 2
+  timeout "$limit" "$@" >"$out/$name.log" 2>&1
+  rc=$?
+  echo "$name rc=$rc $((SECONDS - start))s" | tee -a "$out/steps.txt"
+  [ -n "${PACK:-}" ] && tar czf "$PACK" -C "$out" .
+  return $rc
+}
+wanted() { [[ " $steps " == *" $1 "* ]]; }
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv >"$out/gpu.txt" 2>&1
+if wanted build; then
+  prefix=$(tools/device/unpack-debs.sh "$PWD/.prefix" | tail -1)
+  step configure 120 cmake -S . -B build-validate -G Ninja -DPLUMB_CUDA=ON "$prefix" || exit 1
+  step build 400 ninja -C build-validate || exit 1
+fi
+plumb=${PLUMB:-$PWD/build-validate/src/cli/plumb}
+if wanted ctest; then
+  step ctest 240 ctest --test-dir build-validate -j16 --output-on-failure --timeout 200
+  grep -E "tests passed|tests failed|Failed|\*\*\*" "$out/ctest.log" | tail -20 >"$out/ctest-summary.txt"
+fi
+wanted contract && step contract 240 "$plumb" contract --backend cuda
+wanted exactness && step exactness 120 build-validate/tests/engine/test_exactness --backend cuda
+wanted opsbench && step opsbench 120 build-validate/src/cuda/plumb_cuda_bench
+if wanted bench4; then
+  step make-4bit 120 "$plumb" make-tiny gemma4 "$models/12b-4bit" --geometry 12b --bits 4 --group 64 &&
+    step bench-4bit 240 "$plumb" bench "$models/12b-4bit" --backend cuda ${BENCH_ARGS:-} --json "$out/bench-4bit.json"
+  rm -rf "$models/12b-4bit"
+fi
+if wanted bench16 || wanted hf; then
+  step make-bf16 180 "$plumb" make-tiny gemma4 "$models/12b-bf16" --geometry 12b
+  wanted bench16 &&
+    step bench-bf16 300 "$plumb" bench "$models/12b-bf16" --backend cuda ${BENCH_ARGS:-} --json "$out/bench-bf16.json"
+  wanted hf && step hf 300 python3 tools/reference/hf_bench.py "$models/12b-bf16" ${HF_ARGS:-} --json "$out/hf.json"
+  rm -rf "$models/12b-bf16"
+fi
+exit 0
