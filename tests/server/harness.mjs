@@ -28,8 +28,8 @@ export function makeTiny({ template } = {}) {
 }
 
 // Spawns `command args` and waits for its "listening on http://HOST:PORT" line.
-export async function startServer(command, args, { timeoutMs = 60000 } = {}) {
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+export async function startServer(command, args, { timeoutMs = 60000, env = {} } = {}) {
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   started.add(child);
   let stdout = '';
   let stderr = '';
@@ -68,8 +68,8 @@ export async function startServer(command, args, { timeoutMs = 60000 } = {}) {
   };
 }
 
-export function startPlumb(modelDir, extraArgs = []) {
-  return startServer(plumbBinary(), ['serve', modelDir, '--port', '0', '--threads', '1', ...extraArgs]);
+export function startPlumb(modelDir, extraArgs = [], options = {}) {
+  return startServer(plumbBinary(), ['serve', modelDir, '--port', '0', '--threads', '1', ...extraArgs], options);
 }
 
 // The resident set size of a process in bytes, from /proc.
