@@ -1,11 +1,12 @@
 // Times the CUDA backend's ops at Gemma 4 12B geometry on random weights: device copy bandwidth (the decode
 // bound), the layer matmuls for 1 to 128 rows (bytes moved per second against that bandwidth) and for prompt
-// rows (TFLOP/s), bf16 and MLX affine 4-bit, and attention for decode and prompt rows. Each time is the
-// median of repeats measured with device events after a warm-up; the weights span several layers so that the
-// L2 cache holds none of them between uses.
+// rows (TFLOP/s), bf16 and MLX affine 4-bit, on the tiled kernel and for up to 32 rows on the decode kernel,
+// and attention for decode and prompt rows. Each time is the median of repeats measured with device events
+// after a warm-up; the weights span several layers so that the L2 cache holds none of them between uses.
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
@@ -129,7 +130,31 @@ struct Layer {
 
 constexpr int64_t kHidden = 3840, kFfn = 15360;
 
-void bench_matmuls(CudaBackend& backend, int bits, double bandwidth) {
+// Times the stack's matmuls at `rows` rows on `backend` (eager and, for decode row counts, as a graph).
+void time_matmuls(CudaBackend& backend, std::vector<Layer>& stack, int64_t rows, DeviceTensor& x,
+                  DeviceTensor& out, const std::string& label, int layers, double bytes, double params,
+                  double bandwidth) {
+  const auto run = [&] {
+    for (Layer& layer : stack)
+      for (BenchWeight& w : layer.weights) {
+        TensorView xv = x.view, ov = out.view;
+        xv.shape = {rows, w.weight.in};
+        ov.shape = {rows, w.weight.out};
+        require(ops::matmul(backend, xv, w.weight, ov));
+      }
+  };
+  const double ms = median_ms(backend, run);
+  const double replay = rows <= 128 ? graph_ms(backend, run) : ms;
+  const double seconds = std::min(ms, replay) * 1e-3;
+  fmt::print(
+      "matmul {:<28} rows {:>5}: {:8.3f} ms eager, {:8.3f} ms graph for {} layers, {:7.1f} GB/s ({:5.1f}% of "
+      "copy), {:7.1f} TFLOP/s\n",
+      label, rows, ms, replay, layers, bytes / seconds * 1e-9, 100.0 * bytes / seconds / bandwidth,
+      2.0 * params * static_cast<double>(rows) / seconds * 1e-12);
+}
+
+// The layer matmuls at 1 to 8192 rows on the tiled kernel, and at up to 32 rows on the decode kernel too.
+void bench_matmuls(CudaBackend& backend, CudaBackend& decode, int bits, double bandwidth) {
   const int64_t shapes[7][2] = {{4096, kHidden}, {2048, kHidden}, {2048, kHidden}, {kHidden, 4096},
                                 {kFfn, kHidden}, {kFfn, kHidden}, {kHidden, kFfn}};
   const int layers = bits == 0 ? 6 : 16;
@@ -143,27 +168,13 @@ void bench_matmuls(CudaBackend& backend, int bits, double bandwidth) {
       params += static_cast<double>(shape[0] * shape[1]);
     }
   const std::string label = bits == 0 ? "bf16" : fmt::format("affine {}-bit g64", bits);
-  for (int64_t rows : {1, 8, 32, 128, 2048, 8192}) {
+  for (int64_t rows : {1, 8, 16, 32, 128, 2048, 8192}) {
     DeviceTensor x = tensor(backend, DType::bf16, {rows, kFfn}, 7);
     DeviceTensor out = tensor(backend, DType::bf16, {rows, kFfn}, 8);
-    const auto run = [&] {
-      for (Layer& layer : stack)
-        for (BenchWeight& w : layer.weights) {
-          TensorView xv = x.view, ov = out.view;
-          xv.shape = {rows, w.weight.in};
-          ov.shape = {rows, w.weight.out};
-          require(ops::matmul(backend, xv, w.weight, ov));
-        }
-    };
-    const double ms = median_ms(backend, run);
-    const double replay = rows <= 128 ? graph_ms(backend, run) : ms;
-    const double seconds = std::min(ms, replay) * 1e-3;
-    fmt::print(
-        "matmul {:<16} rows {:>5}: {:8.3f} ms eager, {:8.3f} ms graph for {} layers, {:7.1f} GB/s ({:5.1f}% "
-        "of "
-        "copy), {:7.1f} TFLOP/s\n",
-        label, rows, ms, replay, layers, bytes / seconds * 1e-9, 100.0 * bytes / seconds / bandwidth,
-        2.0 * params * static_cast<double>(rows) / seconds * 1e-12);
+    require(backend.synchronize());  // the decode backend's stream reads what this one wrote
+    time_matmuls(backend, stack, rows, x, out, label, layers, bytes, params, bandwidth);
+    if (rows <= 32)
+      time_matmuls(decode, stack, rows, x, out, label + " (decode kernel)", layers, bytes, params, bandwidth);
   }
 }
 
@@ -195,13 +206,15 @@ int run() {
   auto made = CudaBackend::create(0);
   if (!made) require(made.error());
   CudaBackend& backend = **made;
+  auto decode = CudaBackend::create(0, cuda::CudaOptions{.decode_matmul = true});
+  if (!decode) require(decode.error());
   const cuda::DeviceInfo& info = backend.info();
   fmt::print("device {} (compute {}.{}, {} SMs, {:.1f} GiB)\n", info.name, info.major, info.minor,
              info.multiprocessors, static_cast<double>(info.global_bytes) / (1 << 30));
   const double bandwidth = copy_bandwidth(backend);
   fmt::print("device copy: {:.1f} GB/s (bytes read + written)\n", bandwidth * 1e-9);
-  bench_matmuls(backend, 0, bandwidth);
-  bench_matmuls(backend, 4, bandwidth);
+  bench_matmuls(backend, **decode, 0, bandwidth);
+  bench_matmuls(backend, **decode, 4, bandwidth);
   for (int64_t rows : {1, 32}) {
     bench_attention(backend, 16, 8, 256, 1024, 4096, rows);
     bench_attention(backend, 16, 1, 512, 0, 8192, rows);

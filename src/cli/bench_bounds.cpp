@@ -49,6 +49,10 @@ int64_t peak_device_bytes(const ops::Backend& backend) {
   (void)backend;
   return -1;
 }
+
+std::string backend_description(const ops::Backend& backend) {
+  return std::string(backend.name());
+}
 #endif
 
 }  // namespace plumb::cli

@@ -4,6 +4,7 @@
 // product rate of the platform's GEMM library (cuBLAS on the CUDA backend).
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "core/error.hpp"
 #include "ops/backend.hpp"
@@ -23,5 +24,8 @@ Result<double> library_gemm_rate(ops::Backend& backend, int64_t size);
 
 // Bytes the backend's allocator held at most so far (the CUDA arena's peak), or -1 when it does not say.
 int64_t peak_device_bytes(const ops::Backend& backend);
+
+// The backend in words: its name, and on CUDA the GPU and whether the decode matmul is on.
+std::string backend_description(const ops::Backend& backend);
 
 }  // namespace plumb::cli

@@ -9,6 +9,8 @@
 #include <random>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "cli/bench_bounds.hpp"
 #include "cuda/check.hpp"
 #include "cuda/cuda_backend.hpp"
@@ -24,6 +26,14 @@ namespace plumb::cli {
 int64_t peak_device_bytes(const ops::Backend& backend) {
   const auto* gpu = dynamic_cast<const cuda::CudaBackend*>(&backend);
   return gpu != nullptr ? static_cast<int64_t>(gpu->arena().peak_in_use_bytes()) : -1;
+}
+
+std::string backend_description(const ops::Backend& backend) {
+  const auto* gpu = dynamic_cast<const cuda::CudaBackend*>(&backend);
+  if (gpu == nullptr) return std::string(backend.name());
+  const cuda::DeviceInfo& info = gpu->info();
+  return fmt::format("cuda ({}, compute {}.{}, {} SMs; decode matmul {})", info.name, info.major, info.minor,
+                     info.multiprocessors, gpu->options().decode_matmul ? "on" : "off");
 }
 
 #ifdef PLUMB_HAVE_CUBLAS

@@ -167,7 +167,8 @@ int run_bench(const BenchOptions& options) {
     return report_bad_input("bench", synced.error().message);
   const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   Bench bench{options, *loaded, model_costs(loaded->model), 0, 0, {}, {}};
-  bench.record["backend"] = options.backend;
+  bench.record["backend"] = backend_description(*loaded->backend);
+  std::printf("backend: %s\n", backend_description(*loaded->backend).c_str());
   print_model(bench, load_seconds);
   measure_bounds(bench);
   auto solo = run_decode(loaded->model, 1, options.decode_prompt, options.decode_steps);

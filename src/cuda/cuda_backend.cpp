@@ -1,5 +1,7 @@
 #include "cuda/cuda_backend.hpp"
 
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 #include "cuda/check.hpp"
@@ -32,8 +34,18 @@ Status check_device(std::string_view where, std::string_view name, const TensorV
 
 }  // namespace
 
-CudaBackend::CudaBackend(DeviceInfo info, Stream stream)
-    : info_(std::move(info)), stream_(std::move(stream)), arena_(std::make_shared<Arena>(info_.index)) {}
+CudaOptions CudaOptions::from_environment() {
+  CudaOptions options;
+  const char* decode = std::getenv("PLUMB_CUDA_DECODE_MATMUL");
+  options.decode_matmul = decode != nullptr && std::string_view(decode) == "1";
+  return options;
+}
+
+CudaBackend::CudaBackend(DeviceInfo info, Stream stream, CudaOptions options)
+    : info_(std::move(info)),
+      options_(options),
+      stream_(std::move(stream)),
+      arena_(std::make_shared<Arena>(info_.index)) {}
 
 CudaBackend::~CudaBackend() {
   cudaStreamSynchronize(stream_.get());
@@ -41,16 +53,16 @@ CudaBackend::~CudaBackend() {
   if (counters_ != nullptr) arena_->release(counters_);
 }
 
-Result<std::unique_ptr<CudaBackend>> CudaBackend::create(int device) {
+Result<std::unique_ptr<CudaBackend>> CudaBackend::create(int device, CudaOptions options) {
   auto info = select_device(device);
   if (!info) return info.error();
   auto stream = Stream::create();
   if (!stream) return stream.error();
-  return std::unique_ptr<CudaBackend>(new CudaBackend(std::move(*info), std::move(*stream)));
+  return std::unique_ptr<CudaBackend>(new CudaBackend(std::move(*info), std::move(*stream), options));
 }
 
 Result<std::unique_ptr<ops::Backend>> make_cuda_backend(int device) {
-  auto backend = CudaBackend::create(device);
+  auto backend = CudaBackend::create(device, CudaOptions::from_environment());
   if (!backend) return backend.error();
   return std::unique_ptr<ops::Backend>(std::move(*backend));
 }
@@ -198,7 +210,7 @@ void CudaBackend::matmul(const ops::MatmulLaunch& launch) {
   if (bytes > 0 && area == nullptr) return;
   unsigned* counters = matmul_counters();
   if (counters == nullptr) return;
-  check_launch("matmul", launch_matmul(args, area, counters, stream_.get()));
+  check_launch("matmul", launch_matmul(args, area, counters, options_.decode_matmul, stream_.get()));
 }
 
 void CudaBackend::attention(const ops::AttentionLaunch& launch) {

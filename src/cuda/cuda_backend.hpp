@@ -13,10 +13,20 @@
 
 namespace plumb::cuda {
 
+struct CudaOptions {
+  // Up to 32 rows of bf16 and 2/4/8-bit affine weights through the decode matmul (k_matmul_decode.cu), which
+  // makes the tiled kernel's sums in the same order (so no bit changes) with the weight streamed into
+  // registers. Off until it has passed tests/cuda on the GPU machine (docs/benchmarks.md).
+  bool decode_matmul = false;
+
+  // The options make_cuda_backend uses: decode_matmul when PLUMB_CUDA_DECODE_MATMUL is 1.
+  static CudaOptions from_environment();
+};
+
 class CudaBackend final : public ops::Backend {
  public:
   // Selects GPU `device` (refusing one this build has no code for) and creates its stream and arena.
-  static Result<std::unique_ptr<CudaBackend>> create(int device = 0);
+  static Result<std::unique_ptr<CudaBackend>> create(int device = 0, CudaOptions options = {});
   ~CudaBackend() override;
 
   std::string_view name() const override { return "cuda"; }
@@ -43,9 +53,10 @@ class CudaBackend final : public ops::Backend {
   const DeviceInfo& info() const { return info_; }
   cudaStream_t stream() const { return stream_.get(); }
   const Arena& arena() const { return *arena_; }
+  const CudaOptions& options() const { return options_; }
 
  private:
-  CudaBackend(DeviceInfo info, Stream stream);
+  CudaBackend(DeviceInfo info, Stream stream, CudaOptions options);
   // Records the first failure; returns whether launches may go on.
   bool check_launch(std::string_view op, cudaError_t code);
   bool failed() const { return failure_.has_value(); }
@@ -55,6 +66,7 @@ class CudaBackend final : public ops::Backend {
   unsigned* matmul_counters();
 
   DeviceInfo info_;
+  CudaOptions options_;
   Stream stream_;
   std::shared_ptr<Arena> arena_;
   void* scratch_ = nullptr;
@@ -63,7 +75,8 @@ class CudaBackend final : public ops::Backend {
   std::optional<Error> failure_;
 };
 
-// The backend as the op set sees it (for factories that choose a backend by name).
+// The backend as the op set sees it (for factories that choose a backend by name), with the environment's
+// options.
 Result<std::unique_ptr<ops::Backend>> make_cuda_backend(int device = 0);
 
 }  // namespace plumb::cuda

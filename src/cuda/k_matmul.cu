@@ -2,10 +2,10 @@
 // sums its k16 steps in ascending order within a K split, and the splits are added in split order (t = a0; t
 // += a1 ...), then rounded once to bf16 (or kept f32). The K splits come from the weight shape alone; the row
 // tile only decides how many rows share a block, and whether one block or several run a row's splits changes
-// no bit (the same sums in the same order), so a row's bits never depend on the row count (I1). Up to 32 rows
-// of bf16 and 2/4/8-bit affine weights go to k_matmul_decode.cu, which makes the same sums with the weight
-// streamed into registers. Affine weights are dequantized in the kernel to bf16(scale * q + bias)
-// (k_matmul_tiles.cuh); f16 and f32 weights go to k_matmul_simt.cu.
+// no bit (the same sums in the same order), so a row's bits never depend on the row count (I1). With the
+// backend's decode option, up to 32 rows of bf16 and 2/4/8-bit affine weights go to k_matmul_decode.cu, which
+// makes the same sums with the weight streamed into registers. Affine weights are dequantized in the kernel
+// to bf16(scale * q + bias) (k_matmul_tiles.cuh); f16 and f32 weights go to k_matmul_simt.cu.
 #include <algorithm>
 
 #include "cuda/k_matmul_tiles.cuh"
@@ -220,12 +220,13 @@ size_t matmul_scratch_bytes(const MatmulArgs& launch) {
                     : 0;
 }
 
-cudaError_t launch_matmul(const MatmulArgs& launch, void* scratch, unsigned* counters, cudaStream_t stream) {
+cudaError_t launch_matmul(const MatmulArgs& launch, void* scratch, unsigned* counters, bool decode,
+                          cudaStream_t stream) {
   using namespace matmul;
   if (launch.rows == 0) return cudaSuccess;
   if (!uses_tensor_cores(launch)) return launch_matmul_simt(launch, stream);
   const WeightArgs& weight = launch.weight;
-  if (launch.rows <= kDecodeRows && matmul_decode_supports(weight)) {
+  if (decode && launch.rows <= kDecodeRows && matmul_decode_supports(weight)) {
     const Plan plan = plan_for(launch.rows, weight.out, weight.in);
     return launch_matmul_decode(launch, plan.tiles_per_split, plan.splits, scratch, counters, stream);
   }

@@ -28,7 +28,9 @@ cudaError_t launch_argmax(const ArgmaxArgs& launch, cudaStream_t stream);
 // output strip adds the K splits; a launch with several splits has fewer than 256 strips).
 size_t matmul_scratch_bytes(const MatmulArgs& launch);
 inline constexpr size_t kMatmulCounters = 256;
-cudaError_t launch_matmul(const MatmulArgs& launch, void* scratch, unsigned* counters, cudaStream_t stream);
+// `decode` sends up to 32 rows of the weights it supports to the decode kernel (the same bits).
+cudaError_t launch_matmul(const MatmulArgs& launch, void* scratch, unsigned* counters, bool decode,
+                          cudaStream_t stream);
 
 // Attention processes its rows in chunks whose partials fit `scratch_bytes`; attention_scratch_bytes is the
 // most it can use for this launch (capped), attention_scratch_minimum the least it needs.

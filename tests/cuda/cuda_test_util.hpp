@@ -25,14 +25,23 @@ using ops::testing::Values;
 
 namespace plumb::cuda::testing {
 
-// The test binary's CUDA backend, or nullptr when this machine has no GPU (CI).
+inline std::unique_ptr<CudaBackend> make_gpu(const CudaOptions& options) {
+  if (device_count() == 0) return nullptr;
+  auto made = CudaBackend::create(0, options);
+  if (!made) ADD_FAILURE() << made.error().message;
+  return made ? std::move(*made) : nullptr;
+}
+
+// The test binary's CUDA backend with the environment's options (PLUMB_CUDA_DECODE_MATMUL=1 runs every test
+// on the decode matmul), or nullptr when this machine has no GPU (CI).
 inline CudaBackend* gpu() {
-  static std::unique_ptr<CudaBackend> backend = [] {
-    if (device_count() == 0) return std::unique_ptr<CudaBackend>();
-    auto made = CudaBackend::create(0);
-    if (!made) ADD_FAILURE() << made.error().message;
-    return made ? std::move(*made) : std::unique_ptr<CudaBackend>();
-  }();
+  static std::unique_ptr<CudaBackend> backend = make_gpu(CudaOptions::from_environment());
+  return backend.get();
+}
+
+// A second backend with the decode matmul on, to compare against gpu().
+inline CudaBackend* decode_gpu() {
+  static std::unique_ptr<CudaBackend> backend = make_gpu(CudaOptions{.decode_matmul = true});
   return backend.get();
 }
 

@@ -1,7 +1,7 @@
 // Matmul on CUDA: within the fp32 accumulation range of the float64 reference; affine weights give exactly
 // the bits of the dense weight they dequantize to; a row's bits never depend on how many rows share the call
-// (1 to 32 rows run the decode kernel, 33 to 128 and 1100 rows the tiled kernel, where one block runs all K
-// splits) or on the alignment of x; repeats are identical.
+// (1 to 128 rows, and 1100 rows where one block runs all K splits) or on the alignment of x; the decode
+// kernel (up to 32 rows) gives the tiled kernel's bits for every format it takes; repeats are identical.
 #include <random>
 
 #include "core/half.hpp"
@@ -10,6 +10,7 @@
 namespace plumb::cuda {
 namespace {
 
+using testing::decode_gpu;
 using testing::gpu;
 
 std::vector<uint8_t> run_matmul(ops::Backend& backend, const Weight& weight, const Values& x, int64_t rows,
@@ -166,23 +167,69 @@ TEST(CudaMatmul, RowBitsDoNotDependOnTheRowCountForLongSplits) {
                           x);
 }
 
+// x as a column slice starting at column 1 of a [rows, in + 3] tensor: 2-byte aligned rows, odd stride.
+std::vector<uint8_t> run_unaligned(ops::Backend& backend, const Weight& weight, const Values& x,
+                                   int64_t rows) {
+  const int64_t in = weight.in;
+  Values wide(static_cast<size_t>(rows * (in + 3)), 0.0);
+  for (int64_t r = 0; r < rows; ++r) std::copy_n(x.begin() + r * in, in, wide.begin() + r * (in + 3) + 1);
+  DeviceTensor t = ops::testing::device_bf16(backend, wide, {rows, in + 3});
+  TensorView slice = t.view;
+  slice.shape = {rows, in};
+  slice.data = static_cast<uint16_t*>(t.view.data) + 1;
+  DeviceTensor result = ops::testing::device_zeros(backend, DType::bf16, {rows, weight.out});
+  EXPECT_TRUE(ops::matmul(backend, slice, weight, result.view).ok());
+  return ops::testing::download_bytes(backend, result.view);
+}
+
 TEST(CudaMatmul, UnalignedRowsGiveTheSameBits) {
   PLUMB_GPU_OR_SKIP();
   const int64_t out = 260, in = 384, rows = 9;
   const Values w = ops::testing::random_bf16(61, out * in, -1, 1);
   const Values x = ops::testing::random_bf16(62, rows * in, -2, 2);
   const testing::DeviceWeight weight = testing::dense_weight(*gpu(), w, out, in);
-  // x as a column slice starting at column 1 of a [rows, in + 3] tensor: 2-byte aligned rows, odd stride.
-  Values wide(static_cast<size_t>(rows * (in + 3)), 0.0);
-  for (int64_t r = 0; r < rows; ++r) std::copy_n(x.begin() + r * in, in, wide.begin() + r * (in + 3) + 1);
-  DeviceTensor t = ops::testing::device_bf16(*gpu(), wide, {rows, in + 3});
-  TensorView slice = t.view;
-  slice.shape = {rows, in};
-  slice.data = static_cast<uint16_t*>(t.view.data) + 1;
-  DeviceTensor result = ops::testing::device_zeros(*gpu(), DType::bf16, {rows, out});
-  ASSERT_TRUE(ops::matmul(*gpu(), slice, weight.weight, result.view).ok());
-  testing::expect_same_bits("unaligned x", ops::testing::download_bytes(*gpu(), result.view),
-                            run_matmul(*gpu(), weight.weight, x, rows), 2);
+  const std::vector<uint8_t> aligned = run_matmul(*gpu(), weight.weight, x, rows);
+  testing::expect_same_bits("unaligned x", run_unaligned(*gpu(), weight.weight, x, rows), aligned, 2);
+  const testing::DeviceWeight decode = testing::dense_weight(*decode_gpu(), w, out, in);
+  testing::expect_same_bits("unaligned x, decode kernel",
+                            run_unaligned(*decode_gpu(), decode.weight, x, rows), aligned, 2);
+}
+
+// The decode kernel's rows equal the tiled kernel's, bit for bit, for each weight format it takes, for one
+// and several K splits, splits longer than the x it stages at once, shapes off the tile grid, and f32 output.
+TEST(CudaMatmul, DecodeKernelGivesTheTiledKernelsBits) {
+  PLUMB_GPU_OR_SKIP();
+  ASSERT_NE(decode_gpu(), nullptr);
+  struct Case {
+    int64_t out, in;
+    int bits, group;
+  };
+  for (const Case c : {Case{4096, 3840, 0, 0}, Case{4096, 3840, 4, 64}, Case{4096, 3840, 8, 128},
+                       Case{4096, 3840, 2, 32}, Case{3840, 15360, 0, 0}, Case{3840, 15360, 4, 64},
+                       Case{150, 640, 4, 32}, Case{130, 520, 0, 0}, Case{262, 256, 8, 64}}) {
+    const Values w = ops::testing::random_bf16(71, c.out * c.in, -1, 1);
+    const Values x = ops::testing::random_bf16(72, 32 * c.in, -2, 2);
+    const std::vector<float> floats(w.begin(), w.end());
+    const auto weight_on = [&](ops::Backend& backend) {
+      return c.bits == 0
+                 ? testing::dense_weight(backend, w, c.out, c.in)
+                 : testing::affine_weight(backend, ops::affine_quantize(floats, c.out, c.in, c.bits, c.group),
+                                          c.out, c.in, c.bits, c.group);
+    };
+    const testing::DeviceWeight tiled = weight_on(*gpu()), decode = weight_on(*decode_gpu());
+    for (int64_t rows : {1, 2, 7, 16, 17, 31, 32}) {
+      const Values part(x.begin(), x.begin() + rows * c.in);
+      const std::string what =
+          fmt::format("decode {}x{} bits {} group {}: {} rows", c.out, c.in, c.bits, c.group, rows);
+      testing::expect_same_bits(what, run_matmul(*decode_gpu(), decode.weight, part, rows),
+                                run_matmul(*gpu(), tiled.weight, part, rows), 2);
+      if (rows == 17)
+        testing::expect_same_bits(what + " f32",
+                                  run_matmul(*decode_gpu(), decode.weight, part, rows, DType::f32),
+                                  run_matmul(*gpu(), tiled.weight, part, rows, DType::f32), 4);
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
 }
 
 }  // namespace

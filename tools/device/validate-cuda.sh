@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # On the GPU machine: builds every target of the tree it runs in with the CUDA backend, then runs, each step
 # under its own time limit so that the logs of the steps that ran always come back: the whole ctest suite (CUDA
-# tests included), the kernel contract on CUDA, the exactness suite on CUDA, the kernel benchmarks, and, when
-# STEPS names them, plumb bench at Gemma 4 12B geometry (4-bit g64 and bf16) and transformers on the same bf16
-# weights. Usage: OUT=dir STEPS="build ctest contract exactness opsbench bench4 bench16 hf" tools/device/...
+# tests included), the kernel contract on CUDA, the exactness suite on CUDA, the CUDA tests and exactness suite
+# again with the decode matmul on, the kernel benchmarks, plumb bench at Gemma 4 12B geometry (4-bit g64 and
+# bf16, each with the decode matmul off and on) and transformers on the same bf16 weights. STEPS picks steps:
+# OUT=dir STEPS="build ctest contract exactness decode opsbench bench4 bench4d bench16 bench16d hf" this-script
 # (PLUMB=path/to/plumb uses a plumb built elsewhere; BENCH_ARGS and HF_ARGS pass options to the benches;
 # PACK=file.tgz packs the logs into one file after every step, for a machine that returns few files.)
 # Needs .debs/ from tools/device/fetch-debs.sh (run where apt works). Writes OUT/steps.txt and one log a step.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-$PWD/out/validate}
-steps=${STEPS:-build ctest contract exactness opsbench bench4 bench16 hf}
+steps=${STEPS:-build ctest contract exactness decode opsbench bench4 bench4d bench16 bench16d hf}
 models=${MODELS:-/tmp/plumb-models}
 mkdir -p "$out" "$models"
 
@@ -39,17 +40,33 @@ if wanted ctest; then
 fi
 wanted contract && step contract 240 "$plumb" contract --backend cuda
 wanted exactness && step exactness 120 build-validate/tests/engine/test_exactness --backend cuda
-wanted opsbench && step opsbench 120 build-validate/src/cuda/plumb_cuda_bench
-if wanted bench4; then
-  step make-4bit 120 "$plumb" make-tiny gemma4 "$models/12b-4bit" --geometry 12b --bits 4 --group 64 &&
-    step bench-4bit 240 "$plumb" bench "$models/12b-4bit" --backend cuda ${BENCH_ARGS:-} --json "$out/bench-4bit.json"
-  rm -rf "$models/12b-4bit"
+# The decode matmul (off by default until it passes here): the CUDA tests and the exactness suite with it on.
+if wanted decode; then
+  PLUMB_CUDA_DECODE_MATMUL=1 step test-cuda-decode 180 build-validate/tests/cuda/test_cuda
+  PLUMB_CUDA_DECODE_MATMUL=1 step exactness-decode 120 build-validate/tests/engine/test_exactness --backend cuda
 fi
-if wanted bench16 || wanted hf; then
-  step make-bf16 180 "$plumb" make-tiny gemma4 "$models/12b-bf16" --geometry 12b
-  wanted bench16 &&
-    step bench-bf16 300 "$plumb" bench "$models/12b-bf16" --backend cuda ${BENCH_ARGS:-} --json "$out/bench-bf16.json"
-  wanted hf && step hf 300 python3 tools/reference/hf_bench.py "$models/12b-bf16" ${HF_ARGS:-} --json "$out/hf.json"
-  rm -rf "$models/12b-bf16"
+wanted opsbench && step opsbench 120 build-validate/src/cuda/plumb_cuda_bench
+# bench MODE: plumb bench on $model with the tiled matmul (off) or the decode matmul (on) for decode rows.
+bench() {
+  local name=$1 decode=$2
+  PLUMB_CUDA_DECODE_MATMUL=$decode step "$name" 300 "$plumb" bench "$model" --backend cuda ${BENCH_ARGS:-} \
+    --json "$out/$name.json"
+}
+if wanted bench4 || wanted bench4d; then
+  model=$models/12b-4bit
+  step make-4bit 120 "$plumb" make-tiny gemma4 "$model" --geometry 12b --bits 4 --group 64 && {
+    wanted bench4 && bench bench-4bit 0
+    wanted bench4d && bench bench-4bit-decode 1
+  }
+  rm -rf "$model"
+fi
+if wanted bench16 || wanted bench16d || wanted hf; then
+  model=$models/12b-bf16
+  step make-bf16 180 "$plumb" make-tiny gemma4 "$model" --geometry 12b && {
+    wanted bench16 && bench bench-bf16 0
+    wanted bench16d && bench bench-bf16-decode 1
+    wanted hf && step hf 300 python3 tools/reference/hf_bench.py "$model" ${HF_ARGS:-} --json "$out/hf.json"
+  }
+  rm -rf "$model"
 fi
 exit 0
