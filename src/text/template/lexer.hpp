@@ -35,4 +35,8 @@ std::vector<Token> tokenize(std::string_view source);
 
 std::string describe(const Token& token);
 
+// The text of a string literal's body (between its quotes) with Python's unicode-escape rules, as Jinja
+// applies them; unknown escapes are kept as written. Throws TemplateFailure on a malformed escape.
+std::string decode_escapes(std::string_view raw, int line);
+
 }  // namespace plumb::text::jinja
