@@ -2,7 +2,7 @@
 # On the GPU machine: builds every target of the tree it runs in with the CUDA backend, then runs, each step
 # under its own time limit so that the logs of the steps that ran always come back: the whole ctest suite (CUDA
 # tests included), the kernel contract on CUDA, the exactness suite on CUDA, the CUDA tests and exactness suite
-# again with the decode matmul on, the kernel benchmarks, plumb bench at Gemma 4 12B geometry (4-bit g64 and
+# again with the decode matmul on (and the contract's matmul forms), the kernel benchmarks, plumb bench at Gemma 4 12B geometry (4-bit g64 and
 # bf16, each with the decode matmul off and on) and transformers on the same bf16 weights. STEPS picks steps:
 # OUT=dir STEPS="build ctest contract exactness decode opsbench bench4 bench4d bench16 bench16d hf" this-script
 # (PLUMB=path/to/plumb uses a plumb built elsewhere; BENCH_ARGS and HF_ARGS pass options to the benches;
@@ -40,10 +40,12 @@ if wanted ctest; then
 fi
 wanted contract && step contract 240 "$plumb" contract --backend cuda
 wanted exactness && step exactness 120 build-validate/tests/engine/test_exactness --backend cuda
-# The decode matmul (off by default until it passes here): the CUDA tests and the exactness suite with it on.
+# The decode matmul (off by default until it passes here): the CUDA tests, the exactness suite and the
+# contract's matmul forms with it on.
 if wanted decode; then
   PLUMB_CUDA_DECODE_MATMUL=1 step test-cuda-decode 180 build-validate/tests/cuda/test_cuda
   PLUMB_CUDA_DECODE_MATMUL=1 step exactness-decode 120 build-validate/tests/engine/test_exactness --backend cuda
+  PLUMB_CUDA_DECODE_MATMUL=1 step contract-decode 240 "$plumb" contract --backend cuda --only matmul
 fi
 wanted opsbench && step opsbench 120 build-validate/src/cuda/plumb_cuda_bench
 # bench MODE: plumb bench on $model with the tiled matmul (off) or the decode matmul (on) for decode rows.
