@@ -1,6 +1,8 @@
 #include "core/config.hpp"
 
+#include <cmath>
 #include <limits>
+#include <optional>
 
 #include "core/json_text.hpp"
 #include "core/printable.hpp"
@@ -12,10 +14,31 @@ using Json = nlohmann::json;
 namespace {
 constexpr std::string_view kInteger = "an integer";
 
+// 2^63: the first double above every int64.
+constexpr double kInt64End = 9223372036854775808.0;
+
 bool is_int64(const Json& value) {
+  if (value.is_number_float()) {
+    const double number = value.get<double>();
+    return number == std::trunc(number) && number >= -kInt64End && number < kInt64End;
+  }
   return value.is_number_integer() &&
          (!value.is_number_unsigned() ||
           value.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()));
+}
+
+int64_t as_int64(const Json& value) {
+  return value.is_number_float() ? static_cast<int64_t>(value.get<double>()) : value.get<int64_t>();
+}
+
+// The items of a JSON array of integers, or nothing when one item is not an integer.
+std::optional<std::vector<int64_t>> int64_items(const Json& array) {
+  std::vector<int64_t> items;
+  for (const Json& item : array) {
+    if (!is_int64(item)) return std::nullopt;
+    items.push_back(as_int64(item));
+  }
+  return items;
 }
 }  // namespace
 
@@ -31,9 +54,13 @@ Result<Config> Config::load(const std::filesystem::path& path) {
 Result<Config> Config::parse(std::string where, std::string_view text) {
   auto parsed = parse_json_text(where, "config", "json", text);
   if (!parsed) return parsed.error();
-  if (!parsed->is_object())
-    return error_at(where, "config", "json", "is not an object", "a JSON object", json_kind(*parsed));
-  auto root = std::make_shared<const Json>(std::move(*parsed));
+  return from_json(std::move(where), std::move(*parsed));
+}
+
+Result<Config> Config::from_json(std::string where, Json document) {
+  if (!document.is_object())
+    return error_at(where, "config", "json", "is not an object", "a JSON object", json_kind(document));
+  auto root = std::make_shared<const Json>(std::move(document));
   const Json* node = root.get();
   return Config(std::move(root), node, std::move(where), "");
 }
@@ -48,19 +75,21 @@ bool Config::has_object(std::string_view field) const {
   return found != node_->end() && found->is_object();
 }
 
+std::string Config::field_name(std::string_view field) const {
+  return printable(fmt::format("{}{}", prefix_, field));
+}
+
 Result<const Json*> Config::field_value(std::string_view field, std::string_view expected) const {
   auto found = node_->find(field);
   if (found == node_->end())
-    return error_at(where_, "field", printable(fmt::format("{}{}", prefix_, field)), "is missing", expected,
-                    "nothing");
+    return error_at(where_, "field", field_name(field), "is missing", expected, "nothing");
   return &*found;
 }
 
 Error Config::wrong_type(std::string_view field, std::string_view expected, const Json& got) const {
   std::string described = json_kind(got);
   if (!got.is_object() && !got.is_null()) described = fmt::format("{} {}", described, json_excerpt(got, 40));
-  return error_at(where_, "field", printable(fmt::format("{}{}", prefix_, field)), "has the wrong type",
-                  expected, described);
+  return error_at(where_, "field", field_name(field), "has the wrong type", expected, described);
 }
 
 Result<Config> Config::sub(std::string_view field) const {
@@ -74,7 +103,7 @@ Result<int64_t> Config::integer(std::string_view field) const {
   auto value = field_value(field, kInteger);
   if (!value) return value.error();
   if (!is_int64(**value)) return wrong_type(field, kInteger, **value);
-  return (*value)->get<int64_t>();
+  return as_int64(**value);
 }
 
 Result<int64_t> Config::integer_or(std::string_view field, int64_t fallback) const {
@@ -118,13 +147,19 @@ Result<std::vector<int64_t>> Config::integers(std::string_view field) const {
   constexpr std::string_view kExpected = "an array of integers";
   auto value = field_value(field, kExpected);
   if (!value) return value.error();
-  if (!(*value)->is_array()) return wrong_type(field, kExpected, **value);
-  std::vector<int64_t> items;
-  for (const Json& item : **value) {
-    if (!is_int64(item)) return wrong_type(field, kExpected, **value);
-    items.push_back(item.get<int64_t>());
-  }
-  return items;
+  auto items = (*value)->is_array() ? int64_items(**value) : std::nullopt;
+  if (!items) return wrong_type(field, kExpected, **value);
+  return std::move(*items);
+}
+
+Result<std::vector<int64_t>> Config::integer_or_integers(std::string_view field) const {
+  constexpr std::string_view kExpected = "an integer or an array of integers";
+  auto value = field_value(field, kExpected);
+  if (!value) return value.error();
+  if (is_int64(**value)) return std::vector<int64_t>{as_int64(**value)};
+  auto items = (*value)->is_array() ? int64_items(**value) : std::nullopt;
+  if (!items) return wrong_type(field, kExpected, **value);
+  return std::move(*items);
 }
 
 Result<std::vector<std::string>> Config::strings(std::string_view field) const {

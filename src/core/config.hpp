@@ -8,6 +8,8 @@
 //   auto text = config->has_object("text_config") ? config->sub("text_config") : *config;
 //   auto hidden = text->integer("hidden_size");                // Result<int64_t>
 //   auto window = text->integer_or("sliding_window", 512);     // absent or null gives the fallback
+//
+// Integers may be written as floats that hold them exactly (some exporters write 1024.0).
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -29,11 +31,15 @@ class Config {
   static Result<Config> load(const std::filesystem::path& path);
   // `where` names the source in errors (usually the file path).
   static Result<Config> parse(std::string where, std::string_view text);
+  // A document already parsed; it must be a JSON object.
+  static Result<Config> from_json(std::string where, nlohmann::json document);
 
   const std::string& where() const { return where_; }
   // The dotted path of this sub-config with a trailing dot ("text_config."), empty at the top.
   const std::string& prefix() const { return prefix_; }
   const nlohmann::json& json() const { return *node_; }
+  // A field as errors name it: its dotted path, escaped ("text_config.hidden_size").
+  std::string field_name(std::string_view field) const;
 
   // Present and not null.
   bool has(std::string_view field) const;
@@ -50,6 +56,8 @@ class Config {
   Result<std::string> string(std::string_view field) const;
   Result<std::string> string_or(std::string_view field, std::string fallback) const;
   Result<std::vector<int64_t>> integers(std::string_view field) const;
+  // One integer or an array of them (as eos_token_id is written); one gives a list of one.
+  Result<std::vector<int64_t>> integer_or_integers(std::string_view field) const;
   Result<std::vector<std::string>> strings(std::string_view field) const;
 
  private:

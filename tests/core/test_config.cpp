@@ -83,6 +83,45 @@ TEST(Config, ErrorsNameTheFileAndTheDottedField) {
       "dir/config.json: field 'final_logit_softcapping' has the wrong type; expected an integer, got null");
 }
 
+TEST(Config, IntegersMayBeWrittenAsWholeFloats) {
+  auto config =
+      Config::parse("c.json", R"({"a": 1024.0, "b": 1024.5, "c": 1e300, "d": [1, 2.0], "e": -3.0})");
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->integer("a").value(), 1024);
+  EXPECT_EQ(config->integer("e").value(), -3);
+  EXPECT_EQ(config->integers("d").value(), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(config->integer("b").error().message,
+            "c.json: field 'b' has the wrong type; expected an integer, got a number 1024.5");
+  EXPECT_EQ(config->integer("c").error().message,
+            "c.json: field 'c' has the wrong type; expected an integer, got a number 1e+300");
+}
+
+TEST(Config, OneIntegerOrAnArrayOfThem) {
+  auto config = Config::parse("g.json", R"({"one": 106, "many": [1, 106], "bad": [1, "x"], "text": "1"})");
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->integer_or_integers("one").value(), (std::vector<int64_t>{106}));
+  EXPECT_EQ(config->integer_or_integers("many").value(), (std::vector<int64_t>{1, 106}));
+  EXPECT_EQ(
+      config->integer_or_integers("bad").error().message,
+      "g.json: field 'bad' has the wrong type; expected an integer or an array of integers, got an array "
+      "[1,\"x\"]");
+  EXPECT_EQ(
+      config->integer_or_integers("text").error().message,
+      "g.json: field 'text' has the wrong type; expected an integer or an array of integers, got a string "
+      "\"1\"");
+  EXPECT_EQ(config->integer_or_integers("none").error().message,
+            "g.json: field 'none' is missing; expected an integer or an array of integers, got nothing");
+}
+
+TEST(Config, FromJsonTakesAParsedObject) {
+  auto config = Config::from_json("doc", nlohmann::json{{"text_config", {{"hidden_size", 8}}}});
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->sub("text_config")->integer("hidden_size").value(), 8);
+  EXPECT_EQ(config->sub("text_config")->field_name("hidden_size"), "text_config.hidden_size");
+  EXPECT_EQ(Config::from_json("doc", nlohmann::json::array()).error().message,
+            "doc: config 'json' is not an object; expected a JSON object, got an array");
+}
+
 TEST(Config, LoadRefusesFilesThatAreNotJsonObjects) {
   testing::TempDir dir;
   testing::write_text(dir / "bad.json", "{\"a\": 1,}");

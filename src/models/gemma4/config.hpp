@@ -11,10 +11,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/config.hpp"
 #include "core/error.hpp"
 #include "ops/ops.hpp"
 
 namespace plumb::gemma4 {
+
+// config.json as core's typed reader sees it (plumb::Config; gemma4::Config below is the parsed result).
+using Fields = plumb::Config;
 
 enum class LayerKind : uint8_t { sliding, full };
 
@@ -66,13 +70,15 @@ struct Config {
   int64_t layer_count() const { return static_cast<int64_t>(layers.size()); }
 };
 
+// Parses config.json as read by core; errors name its source and the dotted field.
+Result<Config> parse_config(const Fields& root);
 // Parses a config.json document; `where` prefixes every error (usually the file's path).
 Result<Config> parse_config(const nlohmann::json& root, std::string_view where);
 
 // Reads and parses DIR/config.json.
 Result<Config> load_config(const std::string& model_dir);
 
-// Reads and parses a JSON file; errors name the file.
+// Reads and parses a JSON file (at most Fields::kMaxBytes); errors name the file.
 Result<nlohmann::json> read_json_file(const std::string& path);
 
 }  // namespace plumb::gemma4

@@ -1,7 +1,6 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "models/gemma4/config_fields.hpp"
 #include "models/gemma4/model.hpp"
 #include "models/gemma4/try_assign.hpp"
 
@@ -23,12 +22,9 @@ namespace {
 Status read_generation_eos(const std::string& model_dir, Config& config) {
   const std::string path = model_dir + "/generation_config.json";
   if (!std::filesystem::exists(path)) return {};
-  PLUMB_TRY_ASSIGN(document, read_json_file(path));
-  if (!document.is_object())
-    return error_at(path, "document", path, "is not a JSON object", "an object", document.type_name());
-  const FieldReader fields(document, path);
-  std::vector<int64_t> fallback(config.eos_token_ids.begin(), config.eos_token_ids.end());
-  PLUMB_TRY_ASSIGN(eos, fields.integer_list_or_one("eos_token_id", fallback));
+  PLUMB_TRY_ASSIGN(fields, Fields::load(path));
+  if (!fields.has("eos_token_id")) return {};
+  PLUMB_TRY_ASSIGN(eos, fields.integer_or_integers("eos_token_id"));
   config.eos_token_ids.assign(eos.begin(), eos.end());
   return {};
 }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "models/gemma4/try_assign.hpp"
 #include "ops/affine.hpp"
 
 namespace plumb::gemma4 {
@@ -10,18 +11,18 @@ namespace {
 
 constexpr AffineSpec kModuleDefaults{4, 64};
 
-Result<AffineSpec> affine_spec(const FieldReader& block, AffineSpec fallback) {
-  PLUMB_TRY_ASSIGN(mode, block.string("mode", "affine"));
+Result<AffineSpec> affine_spec(const Fields& block, AffineSpec fallback) {
+  PLUMB_TRY_ASSIGN(mode, block.string_or("mode", "affine"));
   if (mode != "affine")
-    return error_at(block.where(), "field", block.name("mode"),
+    return error_at(block.where(), "field", block.field_name("mode"),
                     "asks for a quantization mode that is not built", "affine", mode);
-  PLUMB_TRY_ASSIGN(bits, block.integer("bits", fallback.bits));
-  PLUMB_TRY_ASSIGN(group, block.integer("group_size", fallback.group));
+  PLUMB_TRY_ASSIGN(bits, block.integer_or("bits", fallback.bits));
+  PLUMB_TRY_ASSIGN(group, block.integer_or("group_size", fallback.group));
   if (!ops::affine_bits_supported(static_cast<int>(bits)))
-    return error_at(block.where(), "field", block.name("bits"), "is not an affine bit width",
+    return error_at(block.where(), "field", block.field_name("bits"), "is not an affine bit width",
                     "2, 3, 4, 5, 6 or 8", std::to_string(bits));
   if (!ops::affine_group_supported(static_cast<int>(group)))
-    return error_at(block.where(), "field", block.name("group_size"), "is not an affine group size",
+    return error_at(block.where(), "field", block.field_name("group_size"), "is not an affine group size",
                     "32, 64 or 128", std::to_string(group));
   return AffineSpec{static_cast<int>(bits), static_cast<int>(group)};
 }
@@ -32,36 +33,37 @@ bool is_global_key(const std::string& key) {
 
 }  // namespace
 
-Result<Quantization> parse_quantization(const FieldReader& root) {
+Result<Quantization> parse_quantization(const Fields& root) {
   Quantization quantization;
-  const char* key = root.has("quantization") ? "quantization" : "quantization_config";
-  if (!root.has(key) || root.is_null(key)) return quantization;
-  PLUMB_TRY_ASSIGN(block, root.object(key));
-  if (block.has("quant_method")) {
-    PLUMB_TRY_ASSIGN(method, block.string("quant_method", ""));
-    return error_at(block.where(), "field", block.name("quant_method"),
+  // A "quantization" key, even null, hides "quantization_config".
+  const char* key = root.json().contains("quantization") ? "quantization" : "quantization_config";
+  if (!root.has(key)) return quantization;
+  PLUMB_TRY_ASSIGN(block, root.sub(key));
+  if (block.json().contains("quant_method")) {
+    PLUMB_TRY_ASSIGN(method, block.string_or("quant_method", ""));
+    return error_at(block.where(), "field", block.field_name("quant_method"),
                     "asks for a quantization method that is not built", "MLX affine (no quant_method)",
                     method);
   }
   quantization.present = true;
   PLUMB_TRY_ASSIGN(defaults, affine_spec(block, kModuleDefaults));
   quantization.defaults = defaults;
-  for (const std::string& module : block.keys()) {
+  for (const auto& [module, value] : block.json().items()) {
     if (is_global_key(module)) continue;
-    auto as_bool = block.boolean(module, false);
-    if (as_bool.ok() && block.has(module)) {
-      quantization.modules[module] = *as_bool ? std::optional<AffineSpec>(defaults) : std::nullopt;
+    if (value.is_boolean() || value.is_null()) {
+      const bool quantized = value.is_boolean() && value.get<bool>();
+      quantization.modules[module] = quantized ? std::optional<AffineSpec>(defaults) : std::nullopt;
       continue;
     }
-    auto entry = block.object(module);
-    if (!entry.ok())
-      return error_at(block.where(), "field", block.name(module), "is not a module's quantization",
+    if (!value.is_object())
+      return error_at(block.where(), "field", block.field_name(module), "is not a module's quantization",
                       "true, false or an object with bits and group_size", "another value");
-    if (entry->keys().empty()) {
+    PLUMB_TRY_ASSIGN(entry, block.sub(module));
+    if (value.empty()) {
       quantization.modules[module] = std::nullopt;
       continue;
     }
-    PLUMB_TRY_ASSIGN(spec, affine_spec(*entry, kModuleDefaults));
+    PLUMB_TRY_ASSIGN(spec, affine_spec(entry, kModuleDefaults));
     quantization.modules[module] = spec;
   }
   return quantization;

@@ -145,6 +145,19 @@ TEST(Gemma4Config, WrongTypesNameTheFieldWithItsPath) {
   EXPECT_NE(parse_error(document).find("group"), std::string::npos) << parse_error(document);
 }
 
+TEST(Gemma4Config, WholeFloatsAreReadAsIntegers) {
+  json document = unified_config();
+  document["text_config"]["hidden_size"] = 64.0;  // as some exporters write integers
+  document["text_config"]["eos_token_id"] = json::array({1.0, 106});
+  const Config config = parse_ok(document);
+  EXPECT_EQ(config.hidden, 64);
+  EXPECT_EQ(config.eos_token_ids, (std::vector<int32_t>{1, 106}));
+  document["text_config"]["hidden_size"] = 64.5;
+  EXPECT_NE(parse_error(document).find("'text_config.hidden_size' has the wrong type; expected an integer"),
+            std::string::npos)
+      << parse_error(document);
+}
+
 TEST(Gemma4Config, QuantizationBlockWithPerModuleOverrides) {
   json document = unified_config();
   document["quantization"] = json::parse(R"({
