@@ -9,7 +9,7 @@
 
 #include "cli/command.hpp"
 #include "cli/gemma4_model.hpp"
-#include "models/gemma4/npy.hpp"
+#include "core/npy.hpp"
 
 namespace plumb::cli {
 
@@ -33,7 +33,7 @@ int run_score(const ScoreOptions& options) {
   if (!loaded.ok()) return report_bad_input("score", loaded.error().message);
   auto logits = gemma4::score(loaded->model, *tokens, options.chunk);
   if (!logits.ok()) return report_bad_input("score", logits.error().message);
-  const Status written = gemma4::write_npy(options.out, {logits->rows, logits->vocab}, logits->values);
+  const Status written = write_npy(options.out, {logits->rows, logits->vocab}, logits->values);
   if (!written.ok()) {
     std::fprintf(stderr, "plumb score: %s\n", written.error().message.c_str());
     return kExitFailure;

@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "core/npy.hpp"
 #include "engine/sampling.hpp"
-#include "models/gemma4/npy.hpp"
 #include "tiny_model.hpp"
 
 namespace plumb::gemma4 {

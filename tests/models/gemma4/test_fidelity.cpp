@@ -9,10 +9,10 @@
 
 #include <gtest/gtest.h>
 
+#include "core/npy.hpp"
 #include "cpu/cpu_backend.hpp"
 #include "models/gemma4/config.hpp"
 #include "models/gemma4/model.hpp"
-#include "models/gemma4/npy.hpp"
 
 namespace plumb::gemma4 {
 namespace {

@@ -1,4 +1,4 @@
-#include "models/gemma4/npy.hpp"
+#include "core/npy.hpp"
 
 #include <bit>
 #include <charconv>
@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-namespace plumb::gemma4 {
+namespace plumb {
 
 namespace {
 
@@ -115,4 +115,4 @@ Result<NpyArray> read_npy(const std::string& path) {
   return array;
 }
 
-}  // namespace plumb::gemma4
+}  // namespace plumb

@@ -9,7 +9,7 @@
 #include "core/error.hpp"
 #include "core/tensor.hpp"
 
-namespace plumb::gemma4 {
+namespace plumb {
 
 struct NpyArray {
   Shape shape;
@@ -21,4 +21,4 @@ Status write_npy(const std::string& path, const Shape& shape, const std::vector<
 // Reads a '<f4' (or '<f8', converted) C-order array; errors name the file.
 Result<NpyArray> read_npy(const std::string& path);
 
-}  // namespace plumb::gemma4
+}  // namespace plumb
