@@ -68,7 +68,11 @@ Result<NpyArray> read_npy(const std::string& path) {
   if (bytes.size() < 10 || bytes.compare(0, kMagicBytes, kMagic, kMagicBytes) != 0)
     return bad(path, "does not start with the npy magic", "\\x93NUMPY", "other bytes");
   const auto major = static_cast<unsigned char>(bytes[6]);
+  if (major < 1 || major > 3)
+    return bad(path, "has an npy version that is not known", "1, 2 or 3", std::to_string(major));
   const size_t length_bytes = major == 1 ? 2 : 4;
+  if (bytes.size() < 8 + length_bytes)
+    return bad(path, "has a header past its end", "a complete header", "a cut file");
   size_t header_length = 0;
   for (size_t i = 0; i < length_bytes; ++i)
     header_length |= static_cast<size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
@@ -87,6 +91,8 @@ Result<NpyArray> read_npy(const std::string& path) {
   if (!std::regex_search(header, match, shape_pattern))
     return bad(path, "has no shape", "'shape': (...)", header);
   NpyArray array;
+  const size_t data_bytes = bytes.size() - data_start;
+  size_t elements = 1;  // kept at most data_bytes, so the product of a hostile shape cannot overflow
   std::stringstream dims(match[1].str());
   for (std::string dim; std::getline(dims, dim, ',');) {
     const size_t begin = dim.find_first_not_of(' ');
@@ -95,13 +101,17 @@ Result<NpyArray> read_npy(const std::string& path) {
     const auto [end, problem] = std::from_chars(dim.data() + begin, dim.data() + dim.size(), extent);
     if (problem != std::errc() || extent < 0 || extent > (int64_t{1} << 40))
       return bad(path, "has an unreadable shape", "small non-negative integers", match[1].str());
+    if (extent > 0 && elements > data_bytes / static_cast<size_t>(extent))
+      return bad(path, "has a shape larger than its data",
+                 fmt::format("a shape within its {} data bytes", data_bytes), match[1].str());
+    elements *= static_cast<size_t>(extent);
     array.shape.push_back(extent);
   }
-  const auto count = static_cast<size_t>(shape_elements(array.shape));
+  const size_t count = elements;
   const size_t element = doubles ? 8 : 4;
-  if (bytes.size() - data_start != count * element)
+  if (data_bytes != count * element)
     return bad(path, "holds the wrong number of bytes for its shape", std::to_string(count * element),
-               std::to_string(bytes.size() - data_start));
+               std::to_string(data_bytes));
   array.values.resize(count);
   for (size_t i = 0; i < count; ++i) {
     if (doubles) {

@@ -87,5 +87,29 @@ TEST(Npy, MalformedFilesAreRefusedByName) {
             std::string::npos);
 }
 
+TEST(Npy, UnknownVersionsCutLengthsAndHugeShapesAreRefused) {
+  testing::TempDir dir;
+  const std::string four(4, '\0');
+  const std::string version4 =
+      npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", four, '\x04');
+  EXPECT_NE(read_error(dir, version4).find("has an npy version that is not known; expected 1, 2 or 3, got 4"),
+            std::string::npos)
+      << read_error(dir, version4);
+  // 2^40 x 2^40 x 2^40 elements would overflow a 64-bit count.
+  const std::string huge = npy_file(
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776, 1099511627776, "
+      "1099511627776), }",
+      four);
+  EXPECT_NE(read_error(dir, huge).find(
+                "has a shape larger than its data; expected a shape within its 4 data bytes"),
+            std::string::npos)
+      << read_error(dir, huge);
+  // Version 2 keeps its header length in 4 bytes: a 10-byte file ends inside them.
+  const std::string version2 =
+      npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", four, '\x02');
+  EXPECT_NE(read_error(dir, version2.substr(0, 10)).find("has a header past its end"), std::string::npos)
+      << read_error(dir, version2.substr(0, 10));
+}
+
 }  // namespace
 }  // namespace plumb
