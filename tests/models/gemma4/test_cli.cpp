@@ -57,9 +57,12 @@ TEST_F(Gemma4Cli, RunPrintsTokensTextAndTheirSha) {
   EXPECT_EQ(reply["token_sha"], engine::token_sha(tokens)) << "sha256 of the ids as little-endian int32";
   EXPECT_TRUE(reply["timings"]["prompt_tokens"].get<int>() > 1) << "the prompt was tokenized";
   nlohmann::json again = run_json("--prompt 'The cat and the dog' --max-tokens 6"), first = reply;
-  again.erase("timings");
-  first.erase("timings");
-  EXPECT_EQ(again, first) << "two runs print the same reply but for timings";
+  // Timings, and the draft counts that the depth rule sets from measured round costs, vary between runs.
+  for (nlohmann::json* run : {&again, &first}) {
+    run->erase("timings");
+    run->erase("drafts");
+  }
+  EXPECT_EQ(again, first) << "two runs print the same reply but for timings and draft counts";
 }
 
 TEST_F(Gemma4Cli, GreedyAndSeededRunsRepeat) {
