@@ -203,7 +203,7 @@ void bench_attention(CudaBackend& backend, int64_t heads, int64_t kv_heads, int6
 }
 
 int run() {
-  auto made = CudaBackend::create(0);
+  auto made = CudaBackend::create(0, cuda::CudaOptions{.decode_matmul = false});  // the tiled matmul alone
   if (!made) require(made.error());
   CudaBackend& backend = **made;
   auto decode = CudaBackend::create(0, cuda::CudaOptions{.decode_matmul = true});

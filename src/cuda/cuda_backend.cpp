@@ -37,7 +37,7 @@ Status check_device(std::string_view where, std::string_view name, const TensorV
 CudaOptions CudaOptions::from_environment() {
   CudaOptions options;
   const char* decode = std::getenv("PLUMB_CUDA_DECODE_MATMUL");
-  options.decode_matmul = decode != nullptr && std::string_view(decode) == "1";
+  options.decode_matmul = decode == nullptr || std::string_view(decode) != "0";
   return options;
 }
 

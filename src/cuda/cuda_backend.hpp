@@ -16,10 +16,10 @@ namespace plumb::cuda {
 struct CudaOptions {
   // Up to 32 rows of bf16 and 2/4/8-bit affine weights through the decode matmul (k_matmul_decode.cu), which
   // makes the tiled kernel's sums in the same order (so no bit changes) with the weight streamed into
-  // registers. Off until it has passed tests/cuda on the GPU machine (docs/benchmarks.md).
-  bool decode_matmul = false;
+  // registers; off sends every row count to the tiled kernel (for comparisons).
+  bool decode_matmul = true;
 
-  // The options make_cuda_backend uses: decode_matmul when PLUMB_CUDA_DECODE_MATMUL is 1.
+  // The options make_cuda_backend uses: decode_matmul unless PLUMB_CUDA_DECODE_MATMUL is 0.
   static CudaOptions from_environment();
 };
 

@@ -32,16 +32,20 @@ inline std::unique_ptr<CudaBackend> make_gpu(const CudaOptions& options) {
   return made ? std::move(*made) : nullptr;
 }
 
-// The test binary's CUDA backend with the environment's options (PLUMB_CUDA_DECODE_MATMUL=1 runs every test
-// on the decode matmul), or nullptr when this machine has no GPU (CI).
+// The test binary's CUDA backend with the environment's options (PLUMB_CUDA_DECODE_MATMUL=0 runs every test
+// on the tiled matmul alone), or nullptr when this machine has no GPU (CI).
 inline CudaBackend* gpu() {
   static std::unique_ptr<CudaBackend> backend = make_gpu(CudaOptions::from_environment());
   return backend.get();
 }
 
-// A second backend with the decode matmul on, to compare against gpu().
+// Backends with the decode matmul on and off, to compare the two kernels.
 inline CudaBackend* decode_gpu() {
   static std::unique_ptr<CudaBackend> backend = make_gpu(CudaOptions{.decode_matmul = true});
+  return backend.get();
+}
+inline CudaBackend* tiled_gpu() {
+  static std::unique_ptr<CudaBackend> backend = make_gpu(CudaOptions{.decode_matmul = false});
   return backend.get();
 }
 

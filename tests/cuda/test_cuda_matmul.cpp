@@ -12,6 +12,7 @@ namespace {
 
 using testing::decode_gpu;
 using testing::gpu;
+using testing::tiled_gpu;
 
 std::vector<uint8_t> run_matmul(ops::Backend& backend, const Weight& weight, const Values& x, int64_t rows,
                                 DType out_dtype = DType::bf16) {
@@ -191,8 +192,10 @@ TEST(CudaMatmul, UnalignedRowsGiveTheSameBits) {
   const std::vector<uint8_t> aligned = run_matmul(*gpu(), weight.weight, x, rows);
   testing::expect_same_bits("unaligned x", run_unaligned(*gpu(), weight.weight, x, rows), aligned, 2);
   const testing::DeviceWeight decode = testing::dense_weight(*decode_gpu(), w, out, in);
+  const testing::DeviceWeight tiled = testing::dense_weight(*tiled_gpu(), w, out, in);
   testing::expect_same_bits("unaligned x, decode kernel",
-                            run_unaligned(*decode_gpu(), decode.weight, x, rows), aligned, 2);
+                            run_unaligned(*decode_gpu(), decode.weight, x, rows),
+                            run_matmul(*tiled_gpu(), tiled.weight, x, rows), 2);
 }
 
 // The decode kernel's rows equal the tiled kernel's, bit for bit, for each weight format it takes, for one
@@ -200,6 +203,7 @@ TEST(CudaMatmul, UnalignedRowsGiveTheSameBits) {
 TEST(CudaMatmul, DecodeKernelGivesTheTiledKernelsBits) {
   PLUMB_GPU_OR_SKIP();
   ASSERT_NE(decode_gpu(), nullptr);
+  ASSERT_NE(tiled_gpu(), nullptr);
   struct Case {
     int64_t out, in;
     int bits, group;
@@ -216,17 +220,17 @@ TEST(CudaMatmul, DecodeKernelGivesTheTiledKernelsBits) {
                  : testing::affine_weight(backend, ops::affine_quantize(floats, c.out, c.in, c.bits, c.group),
                                           c.out, c.in, c.bits, c.group);
     };
-    const testing::DeviceWeight tiled = weight_on(*gpu()), decode = weight_on(*decode_gpu());
+    const testing::DeviceWeight tiled = weight_on(*tiled_gpu()), decode = weight_on(*decode_gpu());
     for (int64_t rows : {1, 2, 7, 16, 17, 31, 32}) {
       const Values part(x.begin(), x.begin() + rows * c.in);
       const std::string what =
           fmt::format("decode {}x{} bits {} group {}: {} rows", c.out, c.in, c.bits, c.group, rows);
       testing::expect_same_bits(what, run_matmul(*decode_gpu(), decode.weight, part, rows),
-                                run_matmul(*gpu(), tiled.weight, part, rows), 2);
+                                run_matmul(*tiled_gpu(), tiled.weight, part, rows), 2);
       if (rows == 17)
         testing::expect_same_bits(what + " f32",
                                   run_matmul(*decode_gpu(), decode.weight, part, rows, DType::f32),
-                                  run_matmul(*gpu(), tiled.weight, part, rows, DType::f32), 4);
+                                  run_matmul(*tiled_gpu(), tiled.weight, part, rows, DType::f32), 4);
       if (::testing::Test::HasFailure()) return;
     }
   }

@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # On the GPU machine: builds every target of the tree it runs in with the CUDA backend, then runs, each step
 # under its own time limit so that the logs of the steps that ran always come back: the whole ctest suite (CUDA
-# tests included), the kernel contract on CUDA, the exactness suite on CUDA, the CUDA tests and exactness suite
-# again with the decode matmul on (and the contract's matmul forms), the kernel benchmarks, plumb bench at Gemma 4 12B geometry (4-bit g64 and
-# bf16, each with the decode matmul off and on) and transformers on the same bf16 weights. STEPS picks steps:
-# OUT=dir STEPS="build ctest contract exactness decode opsbench bench4 bench4d bench16 bench16d hf" this-script
+# tests included), the kernel contract on CUDA, the exactness suite on CUDA, the CUDA tests, exactness suite and
+# contract matmul forms again with the tiled matmul alone, the kernel benchmarks, plumb bench at Gemma 4 12B
+# geometry (4-bit g64 and bf16, each with the decode matmul on and off) and transformers on the same bf16
+# weights. STEPS picks steps:
+# OUT=dir STEPS="build ctest contract exactness tiled opsbench bench4 bench4t bench16 bench16t hf" this-script
 # (PLUMB=path/to/plumb uses a plumb built elsewhere; BENCH_ARGS and HF_ARGS pass options to the benches;
 # PACK=file.tgz packs the logs into one file after every step, for a machine that returns few files.)
 # Needs .debs/ from tools/device/fetch-debs.sh (run where apt works). Writes OUT/steps.txt and one log a step.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-$PWD/out/validate}
-steps=${STEPS:-build ctest contract exactness decode opsbench bench4 bench4d bench16 bench16d hf}
+steps=${STEPS:-build ctest contract exactness tiled opsbench bench4 bench4t bench16 bench16t hf}
 models=${MODELS:-/tmp/plumb-models}
 mkdir -p "$out" "$models"
 
@@ -40,33 +41,33 @@ if wanted ctest; then
 fi
 wanted contract && step contract 240 "$plumb" contract --backend cuda
 wanted exactness && step exactness 120 build-validate/tests/engine/test_exactness --backend cuda
-# The decode matmul (off by default until it passes here): the CUDA tests, the exactness suite and the
-# contract's matmul forms with it on.
-if wanted decode; then
-  PLUMB_CUDA_DECODE_MATMUL=1 step test-cuda-decode 180 build-validate/tests/cuda/test_cuda
-  PLUMB_CUDA_DECODE_MATMUL=1 step exactness-decode 120 build-validate/tests/engine/test_exactness --backend cuda
-  PLUMB_CUDA_DECODE_MATMUL=1 step contract-decode 240 "$plumb" contract --backend cuda --only matmul
+# The tiled matmul alone (PLUMB_CUDA_DECODE_MATMUL=0, the decode matmul off): the CUDA tests, the exactness
+# suite and the contract's matmul forms again.
+if wanted tiled; then
+  PLUMB_CUDA_DECODE_MATMUL=0 step test-cuda-tiled 180 build-validate/tests/cuda/test_cuda
+  PLUMB_CUDA_DECODE_MATMUL=0 step exactness-tiled 120 build-validate/tests/engine/test_exactness --backend cuda
+  PLUMB_CUDA_DECODE_MATMUL=0 step contract-tiled 240 "$plumb" contract --backend cuda --only matmul
 fi
 wanted opsbench && step opsbench 120 build-validate/src/cuda/plumb_cuda_bench
-# bench MODE: plumb bench on $model with the tiled matmul (off) or the decode matmul (on) for decode rows.
+# bench NAME DECODE: plumb bench on $model with the decode matmul (1) or the tiled matmul alone (0).
 bench() {
   local name=$1 decode=$2
   PLUMB_CUDA_DECODE_MATMUL=$decode step "$name" 300 "$plumb" bench "$model" --backend cuda ${BENCH_ARGS:-} \
     --json "$out/$name.json"
 }
-if wanted bench4 || wanted bench4d; then
+if wanted bench4 || wanted bench4t; then
   model=$models/12b-4bit
   step make-4bit 120 "$plumb" make-tiny gemma4 "$model" --geometry 12b --bits 4 --group 64 && {
-    wanted bench4 && bench bench-4bit 0
-    wanted bench4d && bench bench-4bit-decode 1
+    wanted bench4 && bench bench-4bit 1
+    wanted bench4t && bench bench-4bit-tiled 0
   }
   rm -rf "$model"
 fi
-if wanted bench16 || wanted bench16d || wanted hf; then
+if wanted bench16 || wanted bench16t || wanted hf; then
   model=$models/12b-bf16
   step make-bf16 180 "$plumb" make-tiny gemma4 "$model" --geometry 12b && {
-    wanted bench16 && bench bench-bf16 0
-    wanted bench16d && bench bench-bf16-decode 1
+    wanted bench16 && bench bench-bf16 1
+    wanted bench16t && bench bench-bf16-tiled 0
     wanted hf && step hf 300 python3 tools/reference/hf_bench.py "$model" ${HF_ARGS:-} --json "$out/hf.json"
   }
   rm -rf "$model"
