@@ -190,6 +190,10 @@ CASES = [
     ("tojson-scalars", "{{ 'x' | tojson }} {{ 1.0 | tojson }} {{ none | tojson }} {{ (1, 2) | tojson }} {{ 1e-07 | tojson }}",
      {}),
     # Methods.
+    ("unicode-case", "{% for s in words %}{{ s | upper }}|{{ s | lower }}|{{ s.title() }}|{{ s | capitalize }}|"
+     "{{ s | title }}|{{ s.isupper() }}{{ s.islower() }}{{ s.isdigit() }}{{ s.isalnum() }};{% endfor %}",
+     {"words": ["straße", "ŉ", "ǰx", "ΰ", "ﬁne", "İstanbul", "ΟΔΟΣ", "ΟΔΟΣ.", "Σ", "aΣb", "ȡ", "ºA", "¹²³", "Ⅻ",
+                "ǅemal", "ǆ", "ﬃ ﬄ", "ⓐⓑ", "ᾳ", "hello-world (x)"]}),
     ("str-methods", "{{ 'a,b,,c'.split(',') }} {{ ' a  b '.split() }} {{ 'a,b,c'.split(',', 1) }} {{ 'a,b,c'.rsplit(',', 1) }} "
      "{{ 'hello'.startswith('he') }} {{ 'hello'.endswith(('x', 'lo')) }} {{ 'hello'.startswith('l', 2) }}", {}),
     ("str-strip-methods", "[{{ '\\n x \\n'.strip() }}][{{ '\\n x \\n'.strip('\\n') }}][{{ 'xxaxx'.lstrip('x') }}]"

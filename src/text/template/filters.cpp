@@ -114,15 +114,20 @@ Value to_int(Interpreter&, const Value& operand, CallArgs& args) {
     return Value::integer(operand.is_int() ? operand.as_int() : operand.as_bool());
   if (operand.is_float()) {
     const double number = operand.as_float();
-    if (!std::isfinite(number) || std::fabs(number) >= 9.2e18) return fallback;
+    if (std::isnan(number)) return fallback;
+    if (!std::isfinite(number) || std::fabs(number) >= 9.2e18)
+      fail("filter 'int' result for " + to_str(operand) + " does not fit in 64 bits");
     return Value::integer(static_cast<std::int64_t>(number));
   }
   if (!operand.is_string()) return fallback;
   if (a.int_at(1, 10) != 10) fail("filter 'int' supports only base 10");
   if (auto parsed = parse_int(operand.as_string())) return Value::integer(*parsed);
-  if (auto parsed = parse_float(operand.as_string()))
-    if (std::isfinite(*parsed) && std::fabs(*parsed) < 9.2e18)
-      return Value::integer(static_cast<std::int64_t>(*parsed));
+  if (auto parsed = parse_float(operand.as_string())) {
+    if (std::isnan(*parsed)) return fallback;
+    if (!std::isfinite(*parsed) || std::fabs(*parsed) >= 9.2e18)
+      fail("filter 'int' result for '" + operand.as_string() + "' does not fit in 64 bits");
+    return Value::integer(static_cast<std::int64_t>(*parsed));
+  }
   return fallback;
 }
 

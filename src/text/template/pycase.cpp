@@ -1,4 +1,4 @@
-// Case mapping, character classes, repr() and float formatting with Python's rules.
+// Character classes, repr() and float formatting with Python's rules.
 #include <utf8proc.h>
 
 #include <charconv>
@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "text/template/case_tables.hpp"
 #include "text/template/pystr.hpp"
 
 namespace plumb::text::jinja::py {
@@ -14,25 +15,19 @@ namespace {
 utf8proc_category_t category(char32_t c) {
   return static_cast<utf8proc_category_t>(utf8proc_category(static_cast<utf8proc_int32_t>(c)));
 }
-bool is_cased(char32_t c) {
-  const auto kind = category(c);
-  return kind == UTF8PROC_CATEGORY_LU || kind == UTF8PROC_CATEGORY_LL || kind == UTF8PROC_CATEGORY_LT;
-}
 bool is_alpha(char32_t c) {
   const auto kind = category(c);
   return kind >= UTF8PROC_CATEGORY_LU && kind <= UTF8PROC_CATEGORY_LO;
 }
 bool is_digit(char32_t c) {
-  return category(c) == UTF8PROC_CATEGORY_ND;
+  if (category(c) == UTF8PROC_CATEGORY_ND) return true;
+  for (std::size_t i = 0; i < kExtraDigits_count; ++i)
+    if (c >= kExtraDigits[i].first && c <= kExtraDigits[i].last) return true;
+  return false;
 }
-char32_t to_upper(char32_t c) {
-  return static_cast<char32_t>(utf8proc_toupper(static_cast<utf8proc_int32_t>(c)));
-}
-char32_t to_lower(char32_t c) {
-  return static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(c)));
-}
-char32_t to_title(char32_t c) {
-  return static_cast<char32_t>(utf8proc_totitle(static_cast<utf8proc_int32_t>(c)));
+bool is_numeric_category(char32_t c) {
+  const auto kind = category(c);
+  return kind == UTF8PROC_CATEGORY_ND || kind == UTF8PROC_CATEGORY_NL || kind == UTF8PROC_CATEGORY_NO;
 }
 
 // Python's str.isprintable(): everything but the Other and Separator categories, the ASCII space excepted.
@@ -53,77 +48,7 @@ bool printable(char32_t c) {
   }
 }
 
-template <class Map>
-std::string map_each(std::string_view text, Map map) {
-  std::string out;
-  out.reserve(text.size());
-  for (char32_t c : decode(text)) append_utf8(out, map(c));
-  return out;
-}
 }  // namespace
-
-std::string upper(std::string_view text) {
-  return map_each(text, to_upper);
-}
-std::string lower(std::string_view text) {
-  return map_each(text, to_lower);
-}
-
-std::string title(std::string_view text) {
-  bool previous_cased = false;
-  return map_each(text, [&](char32_t c) {
-    const char32_t mapped = previous_cased ? to_lower(c) : to_title(c);
-    previous_cased = is_cased(c);
-    return mapped;
-  });
-}
-
-std::string capitalize(std::string_view text) {
-  bool first = true;
-  return map_each(text, [&](char32_t c) {
-    const char32_t mapped = first ? to_title(c) : to_lower(c);
-    first = false;
-    return mapped;
-  });
-}
-
-std::string title_words(std::string_view text) {
-  auto separator = [](char32_t c) {
-    return is_space(c) || c == '-' || c == '(' || c == '{' || c == '[' || c == '<';
-  };
-  std::string out;
-  bool word_start = true;
-  for (char32_t c : decode(text)) {
-    if (separator(c)) {
-      append_utf8(out, c);
-      word_start = true;
-      continue;
-    }
-    append_utf8(out, word_start ? to_upper(c) : to_lower(c));
-    word_start = false;
-  }
-  return out;
-}
-
-bool is_cased_lower(std::string_view text) {
-  bool any_cased = false;
-  for (char32_t c : decode(text)) {
-    if (!is_cased(c)) continue;
-    if (to_lower(c) != c || category(c) == UTF8PROC_CATEGORY_LT) return false;
-    any_cased = true;
-  }
-  return any_cased;
-}
-
-bool is_cased_upper(std::string_view text) {
-  bool any_cased = false;
-  for (char32_t c : decode(text)) {
-    if (!is_cased(c)) continue;
-    if (to_upper(c) != c || category(c) == UTF8PROC_CATEGORY_LT) return false;
-    any_cased = true;
-  }
-  return any_cased;
-}
 
 bool all_of_class(std::string_view text, char which) {
   const std::u32string code_points = decode(text);
@@ -131,7 +56,7 @@ bool all_of_class(std::string_view text, char which) {
   for (char32_t c : code_points) {
     const bool in_class = which == 'a'   ? is_alpha(c)
                           : which == 'd' ? is_digit(c)
-                          : which == 'n' ? (is_alpha(c) || is_digit(c))
+                          : which == 'n' ? (is_alpha(c) || is_numeric_category(c))
                                          : is_space(c);
     if (!in_class) return false;
   }
