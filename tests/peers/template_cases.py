@@ -217,7 +217,18 @@ CASES = [
     ("loop-filter-no-loop-var", "{% for x in [1, 2, 3] if x > 1 %}{{ loop.index }}/{{ loop.length }} {% endfor %}", {}),
     ("set-then-output-in-loop", "{% for m in ms %}{% set role = 'model' if m.role == 'assistant' else m.role %}"
      "{{ role }} {% endfor %}", {"ms": MESSAGES}),
+    ("unknown-filter-deferred-in-if", "{% if false %}{{ x | nosuch }}{{ x is nosuch }}{% endif %}ok", {}),
+    ("unknown-filter-deferred-in-inline-if", "{{ (x | nosuch) if false else 'ok' }}", {}),
+    ("python-colon", "{% if true: %}a{% elif false: %}b{% else: %}c{% endif %}{% for x in [1]: %}{{ x }}{% else: %}"
+     "{% endfor %}{% macro m(): %}M{% endmacro %}{{ m() }}", {}),
+    ("undefined-is-callable", "{{ nothing is callable }}", {}),
+    ("lazy-map-on-empty", "{{ [] | map(bogus=1) | list }}{{ [] | selectattr() | list }}", {}),
     # Errors Hugging Face's jinja2 raises too.
+    ("refused-unknown-filter-in-unreached-loop", "{% for x in [] %}{{ x | nosuch }}{% endfor %}", {}),
+    ("refused-unknown-filter-in-loop-inside-if", "{% if false %}{% for x in [] %}{{ x | nosuch }}{% endfor %}{% endif %}",
+     {}),
+    ("refused-chained-is", "{{ x is defined is none }}", {}),
+    ("refused-is-then-if", "{{ x is defined if true else 1 }}", {}),
     ("refused-raise-exception", "{{ raise_exception('bad input') }}", {}),
     ("refused-undefined-attribute", "{{ nothing.attr }}", {}),
     ("refused-undefined-arithmetic", "{{ nothing + 1 }}", {}),

@@ -116,7 +116,9 @@ Value sum(Interpreter& interp, const Value& operand, CallArgs& args) {
 
 Value map(Interpreter& interp, const Value& operand, CallArgs& args) {
   std::vector<Value> out;
-  const std::vector<Value> items = operand.truthy() ? iterate(operand) : std::vector<Value>();
+  // Jinja's map is lazy: with nothing to map its arguments are never looked at.
+  if (!operand.truthy()) return Value::list({});
+  const std::vector<Value> items = iterate(operand);
   if (args.positional.empty()) {
     ArgList a(what("map"), args, {"attribute", "default"}, 1);
     for (const Value& item : items) {
@@ -139,6 +141,7 @@ Value map(Interpreter& interp, const Value& operand, CallArgs& args) {
 
 // select/reject (by_attribute false) and selectattr/rejectattr: keep items whose test result equals `keep`.
 Value select_items(Interpreter& interp, const Value& operand, CallArgs& args, bool by_attribute, bool keep) {
+  if (!operand.truthy()) return Value::list({});
   const std::size_t offset = by_attribute ? 1 : 0;
   if (by_attribute && args.positional.empty()) fail("filter 'selectattr' needs an attribute name");
   std::optional<std::string> test_name;

@@ -21,7 +21,9 @@ struct NestingGuard {
 }  // namespace
 
 Program parse_program(std::string_view source) {
-  return Parser(tokenize(source)).parse();
+  Program program = Parser(tokenize(source)).parse();
+  check_names(program);
+  return program;
 }
 
 const Token& Parser::peek(std::size_t ahead) const {
@@ -52,6 +54,11 @@ std::string Parser::expect_name(std::string_view what) {
   if (current().type != Tok::Name)
     fail_here("expected " + std::string(what) + ", got " + describe(current()));
   return tokens_[pos_++].text;
+}
+
+void Parser::expect_body_start(std::string_view tag) {
+  skip_op(":");  // Jinja accepts a Python-style colon before a block's body: {% if x: %}
+  expect_block_end(tag);
 }
 
 void Parser::expect_block_end(std::string_view tag) {
@@ -150,7 +157,7 @@ StmtPtr Parser::parse_if(int line) {
   stmt->kind = StmtKind::If;
   stmt->line = line;
   stmt->expr = parse_tuple(false, false);
-  expect_block_end("if");
+  expect_body_start("if");
   stmt->body = parse_statements({"elif", "else", "endif"}, "if", line);
   ++pos_;  // '{%'
   const std::string next = tokens_[pos_++].text;
@@ -160,7 +167,7 @@ StmtPtr Parser::parse_if(int line) {
     return stmt;
   }
   if (next == "else") {
-    expect_block_end("else");
+    expect_body_start("else");
     stmt->else_body = parse_statements({"endif"}, "if", line);
     pos_ += 2;
   }
@@ -177,13 +184,13 @@ StmtPtr Parser::parse_for(int line) {
   stmt->expr = parse_tuple(false, false, {"recursive"});
   if (skip_name("if")) stmt->loop_filter = parse_expression();
   if (is_name("recursive")) fail_here("recursive loops are not supported");
-  expect_block_end("for");
+  expect_body_start("for");
   ++loop_depth_;
   stmt->body = parse_statements({"endfor", "else"}, "for", line);
   --loop_depth_;
   ++pos_;
   if (tokens_[pos_++].text == "else") {
-    expect_block_end("else");
+    expect_body_start("else");
     stmt->else_body = parse_statements({"endfor"}, "for", line);
     pos_ += 2;
   }
@@ -206,7 +213,7 @@ StmtPtr Parser::parse_set(int line) {
     ++pos_;
     stmt->expr = parse_filter(nullptr, true);
   }
-  expect_block_end("set");
+  expect_body_start("set");
   stmt->body = parse_statements({"endset"}, "set", line);
   pos_ += 2;
   expect_block_end("endset");
@@ -238,7 +245,7 @@ StmtPtr Parser::parse_macro(int line) {
   stmt->line = line;
   stmt->name = expect_name("a macro name");
   parse_signature(*stmt);
-  expect_block_end("macro");
+  expect_body_start("macro");
   const int saved_loops = loop_depth_;
   loop_depth_ = 0;
   macros_.push_back(stmt.get());
@@ -257,7 +264,7 @@ StmtPtr Parser::parse_call_block(int line) {
   if (is_op("(")) parse_signature(*stmt);
   stmt->expr = parse_expression();
   if (stmt->expr->kind != ExprKind::Call) throw TemplateFailure{"tag 'call' needs a macro call", line};
-  expect_block_end("call");
+  expect_body_start("call");
   const int saved_loops = loop_depth_;
   loop_depth_ = 0;
   macros_.push_back(stmt.get());
@@ -274,7 +281,7 @@ StmtPtr Parser::parse_filter_block(int line) {
   stmt->kind = StmtKind::FilterBlock;
   stmt->line = line;
   stmt->expr = parse_filter(nullptr, true);
-  expect_block_end("filter");
+  expect_body_start("filter");
   stmt->body = parse_statements({"endfilter"}, "filter", line);
   pos_ += 2;
   expect_block_end("endfilter");
@@ -294,7 +301,7 @@ StmtPtr Parser::parse_scope(int line, std::string_view tag) {
     param.default_value = parse_expression();
     stmt->params.push_back(std::move(param));
   }
-  expect_block_end(tag);
+  expect_body_start(tag);
   const std::string end = "end" + std::string(tag);
   stmt->body = parse_statements({end}, tag, line);
   pos_ += 2;

@@ -11,8 +11,12 @@ namespace plumb::text::jinja {
 // Deepest nesting of expressions and blocks a template may have.
 inline constexpr int kMaxNesting = 128;
 
-// Throws TemplateFailure (with the line set) on a syntax error.
+// Throws TemplateFailure (with the line set) on a syntax error or an unknown filter or test.
 Program parse_program(std::string_view source);
+
+// Refuses filters and tests that do not exist, outside the if-blocks where Jinja defers that error
+// (validate.cpp).
+void check_names(const Program& program);
 
 class Parser {
  public:
@@ -36,6 +40,7 @@ class Parser {
   void expect_op(std::string_view op);
   std::string expect_name(std::string_view what);
   void expect_block_end(std::string_view tag);
+  void expect_body_start(std::string_view tag);
   [[noreturn]] void fail_here(const std::string& message) const;
   ExprPtr node(ExprKind kind, int line) const;
 

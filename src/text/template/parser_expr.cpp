@@ -394,10 +394,12 @@ ExprPtr Parser::parse_test(ExprPtr operand) {
   test->negated = skip_name("not");
   test->name = parse_dotted_name();
   const Token& next = current();
-  const bool bare_argument = next.type == Tok::String || next.type == Tok::Int || next.type == Tok::Float ||
-                             (next.type == Tok::Op && (next.text == "[" || next.text == "{")) ||
-                             (next.type == Tok::Name && next.text != "else" && next.text != "or" &&
-                              next.text != "and" && next.text != "is" && next.text != "if");
+  // As Jinja: a bare argument is a name, literal or bracket that does not start `else`, `or` or `and`.
+  if (next.type == Tok::Name && next.text == "is") fail_here("tests cannot be chained with a second 'is'");
+  const bool bare_argument =
+      next.type == Tok::String || next.type == Tok::Int || next.type == Tok::Float ||
+      (next.type == Tok::Op && (next.text == "[" || next.text == "{")) ||
+      (next.type == Tok::Name && next.text != "else" && next.text != "or" && next.text != "and");
   if (is_op("(")) {
     parse_call_args(*test);
   } else if (bare_argument) {

@@ -58,7 +58,7 @@ constexpr std::array<NamedTest, 34> kTests = {{
     {"mapping", plain<[](const Value& v) { return v.is_map(); }>},
     {"iterable", plain<[](const Value& v) { return v.is_list() || v.is_map() || v.is_string() || v.is_undefined(); }>},
     {"sequence", plain<[](const Value& v) { return v.is_list() || v.is_map() || v.is_string() || v.is_undefined(); }>},
-    {"callable", plain<[](const Value& v) { return v.is_callable(); }>},
+    {"callable", plain<[](const Value& v) { return v.is_callable() || v.is_undefined(); }>},
     {"escaped", plain<[](const Value&) { return false; }>},
     {"lower", plain<[](const Value& v) { return py::is_cased_lower(to_str(v)); }>},
     {"upper", plain<[](const Value& v) { return py::is_cased_upper(to_str(v)); }>},
