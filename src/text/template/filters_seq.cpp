@@ -17,6 +17,14 @@ std::string what(std::string_view name) {
   return "filter '" + std::string(name) + "'";
 }
 
+// sorted(reverse=...) takes an integer or a bool, nothing else.
+bool reverse_flag(const ArgList& a, std::size_t index) {
+  if (!a.has(index)) return false;
+  const Value& flag = a.at(index);
+  if (!flag.is_bool() && !flag.is_int()) a.wrong_type(index, "a bool or an integer");
+  return flag.truthy();
+}
+
 // Sort keys ignore case unless asked not to, as Jinja's ignore_case postprocessing does.
 Value sort_key(const Value& item, const Value& attribute, bool case_sensitive) {
   Value key =
@@ -60,7 +68,7 @@ Value reverse(Interpreter&, const Value& operand, CallArgs& args) {
 
 Value sort(Interpreter&, const Value& operand, CallArgs& args) {
   ArgList a(what("sort"), args, {"reverse", "case_sensitive", "attribute"});
-  const bool descending = a.bool_at(0, false);
+  const bool descending = reverse_flag(a, 0);
   const bool case_sensitive = a.bool_at(1, false);
   std::vector<std::pair<Value, Value>> keyed;
   for (Value& item : iterate(operand))
@@ -188,7 +196,7 @@ Value dictsort(Interpreter&, const Value& operand, CallArgs& args) {
     const Value pair = Value::list({Value::string(key), value}, true);
     keyed.emplace_back(sort_key(by == "key" ? pair.items()[0] : value, Value(), a.bool_at(0, false)), pair);
   }
-  const bool descending = a.bool_at(2, false);
+  const bool descending = reverse_flag(a, 2);
   std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
     return descending ? compare(y.first, x.first) < 0 : compare(x.first, y.first) < 0;
   });

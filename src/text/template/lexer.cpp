@@ -170,8 +170,10 @@ void Lexer::emit_text(std::string text, int line, char kind, char sign) {
 
 void Lexer::lex_comment(int line) {
   const std::size_t end = src_.find("#}", pos_);
-  if (end == std::string::npos)
+  if (end == std::string::npos) {
+    if (pos_ == src_.size()) return;  // Jinja ends quietly on a "{#" that closes the template
     fail_at(line, "comment is not closed; expected '#}' before the end of the template");
+  }
   const char sign = end > pos_ && (src_[end - 1] == '-' || src_[end - 1] == '+') ? src_[end - 1] : 0;
   advance(end + 2 - pos_);
   if (sign == '-') {
@@ -322,6 +324,9 @@ void Lexer::lex_number() {
     token.float_value = std::strtod(text.c_str(), nullptr);
     return;
   }
+  if (text.size() > 1 && text[0] == '0' && text.find_first_not_of('0') != std::string::npos)
+    fail_at(line_,
+            "integer literal '" + text + "' has a leading zero; expected a decimal integer without one");
   errno = 0;
   const unsigned long long parsed = std::strtoull(text.c_str(), nullptr, 10);
   if (errno == ERANGE || parsed > static_cast<unsigned long long>(INT64_MAX))
