@@ -21,9 +21,9 @@ Status read_defaults(const fs::path& path, SamplingDefaults& defaults) {
   if (!fs::exists(path)) return {};
   auto text = read_text_file(path, kMaxFileBytes);
   if (!text.ok()) return text.error();
-  auto config = parse_json_text("serve", "file", path.string(), *text);
+  auto config = parse_json_text("server.prompt", "file", path.string(), *text);
   if (!config.ok()) return config.error();
-  if (!config->is_object()) return error_at("serve", "file", path.string(), "is not a JSON object");
+  if (!config->is_object()) return error_at("server.prompt", "file", path.string(), "is not a JSON object");
   const auto sample = config->find("do_sample");
   const bool greedy = sample != config->end() && sample->is_boolean() && !sample->get<bool>();
   defaults.temperature = greedy ? 0.0f : number_or(*config, "temperature", defaults.temperature);

@@ -20,11 +20,11 @@ Result<std::unique_ptr<ops::Backend>> make_backend(const LoadOptions& options) {
 #ifdef PLUMB_WITH_CUDA
     return cuda::make_cuda_backend(options.device);
 #else
-    return error_at("serve", "option", "--backend", "names a backend this build lacks", "cpu",
+    return error_at("server.load", "option", "--backend", "names a backend this build lacks", "cpu",
                     "cuda (rebuild with nvcc present)");
 #endif
   }
-  return error_at("serve", "option", "--backend", "is not a backend", "cpu or cuda", options.backend);
+  return error_at("server.load", "option", "--backend", "is not a backend", "cpu or cuda", options.backend);
 }
 
 int64_t safetensors_bytes(const std::filesystem::path& dir) {

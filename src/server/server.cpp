@@ -120,12 +120,12 @@ Result<int> Server::bind() {
   if (port == 0) {
     port = state_->http.bind_to_any_port(options.host);
     if (port <= 0)
-      return error_at("serve", "address", options.host, "cannot be bound", "a local address",
+      return error_at("server.bind", "address", options.host, "cannot be bound", "a local address",
                       "a bind failure");
     return port;
   }
   if (!state_->http.bind_to_port(options.host, port))
-    return error_at("serve", "address", fmt::format("{}:{}", options.host, port), "cannot be bound",
+    return error_at("server.bind", "address", fmt::format("{}:{}", options.host, port), "cannot be bound",
                     "a free port on a local address",
                     "a bind failure (in use, or not an address of this machine)");
   return port;
