@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 tools/install-deps.sh
 build=${PLUMB_BUILD_DIR:-build}
 jobs=${PLUMB_JOBS:-$(nproc)}
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${PLUMB_CMAKE_ARGS:-}
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPLUMB_TESTS=ON ${PLUMB_CMAKE_ARGS:-}
 cmake --build "$build" -j "$jobs"
 tools/lint.sh
 ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 1800
