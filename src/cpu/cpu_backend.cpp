@@ -8,24 +8,11 @@
 
 #include "cpu/kernels.hpp"
 #include "cpu/thread_pool.hpp"
+#include "ops/check.hpp"
 
 namespace plumb::cpu {
 
 namespace {
-
-Status check_pair(std::string_view where, const TensorView& from, const TensorView& to) {
-  if (from.dtype != to.dtype || from.shape != to.shape)
-    return error_at(where, "tensor", "to", "differs from the source",
-                    fmt::format("{} {}", dtype_name(from.dtype), shape_string(from.shape)),
-                    fmt::format("{} {}", dtype_name(to.dtype), shape_string(to.shape)));
-  if (!from.is_contiguous() || !to.is_contiguous())
-    return error_at(where, "tensor", from.is_contiguous() ? "to" : "from", "is not contiguous", "contiguous",
-                    "strided");
-  if (from.elements() > 0 && (from.data == nullptr || to.data == nullptr))
-    return error_at(where, "tensor", from.data == nullptr ? "from" : "to", "has no data", "a pointer",
-                    "null");
-  return {};
-}
 
 class CpuBackend final : public ops::Backend {
  public:
@@ -69,7 +56,7 @@ class CpuBackend final : public ops::Backend {
 
  private:
   static Status copy_bytes(std::string_view where, const TensorView& from, const TensorView& to) {
-    PLUMB_TRY(check_pair(where, from, to));
+    PLUMB_TRY(ops::check_copy_pair(where, from, to));
     if (from.bytes() > 0 && from.data != to.data) std::memmove(to.data, from.data, from.bytes());
     return {};
   }

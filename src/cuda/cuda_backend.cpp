@@ -7,24 +7,11 @@
 #include "cuda/check.hpp"
 #include "cuda/launch_args.hpp"
 #include "cuda/launchers.hpp"
+#include "ops/check.hpp"
 
 namespace plumb::cuda {
 
 namespace {
-
-Status check_pair(std::string_view where, const TensorView& from, const TensorView& to) {
-  if (from.dtype != to.dtype || from.shape != to.shape)
-    return error_at(where, "tensor", "to", "differs from the source",
-                    fmt::format("{} {}", dtype_name(from.dtype), shape_string(from.shape)),
-                    fmt::format("{} {}", dtype_name(to.dtype), shape_string(to.shape)));
-  if (!from.is_contiguous() || !to.is_contiguous())
-    return error_at(where, "tensor", from.is_contiguous() ? "to" : "from", "is not contiguous", "contiguous",
-                    "strided");
-  if (from.elements() > 0 && (from.data == nullptr || to.data == nullptr))
-    return error_at(where, "tensor", from.data == nullptr ? "from" : "to", "has no data", "a pointer",
-                    "null");
-  return {};
-}
 
 Status check_device(std::string_view where, std::string_view name, const TensorView& view, Device device) {
   if (view.device == device) return {};
@@ -83,7 +70,7 @@ Result<ops::DeviceTensor> CudaBackend::allocate(DType dtype, Shape shape) {
 
 Status CudaBackend::upload(const TensorView& host, const TensorView& device_tensor) {
   constexpr std::string_view where = "cuda.upload";
-  PLUMB_TRY(check_pair(where, host, device_tensor));
+  PLUMB_TRY(ops::check_copy_pair(where, host, device_tensor));
   PLUMB_TRY(check_device(where, "device_tensor", device_tensor, device()));
   if (host.bytes() == 0) return {};
   PLUMB_CUDA_TRY(where, cudaSetDevice(info_.index));
@@ -101,7 +88,7 @@ Status CudaBackend::upload(const TensorView& host, const TensorView& device_tens
 
 Status CudaBackend::download(const TensorView& device_tensor, const TensorView& host) {
   constexpr std::string_view where = "cuda.download";
-  PLUMB_TRY(check_pair(where, device_tensor, host));
+  PLUMB_TRY(ops::check_copy_pair(where, device_tensor, host));
   PLUMB_TRY(check_device(where, "device_tensor", device_tensor, device()));
   if (failed()) return *failure_;
   if (host.bytes() > 0) {
@@ -114,7 +101,7 @@ Status CudaBackend::download(const TensorView& device_tensor, const TensorView& 
 
 Status CudaBackend::copy(const TensorView& from, const TensorView& to) {
   constexpr std::string_view where = "cuda.copy";
-  PLUMB_TRY(check_pair(where, from, to));
+  PLUMB_TRY(ops::check_copy_pair(where, from, to));
   PLUMB_TRY(check_device(where, "from", from, device()));
   PLUMB_TRY(check_device(where, "to", to, device()));
   if (from.bytes() == 0 || from.data == to.data) return {};

@@ -108,4 +108,18 @@ Status check_same_or_disjoint(std::string_view where, std::string_view out_name,
   return {};
 }
 
+Status check_copy_pair(std::string_view where, const TensorView& from, const TensorView& to) {
+  if (from.dtype != to.dtype || from.shape != to.shape)
+    return error_at(where, "tensor", "to", "differs from the source",
+                    fmt::format("{} {}", dtype_name(from.dtype), shape_string(from.shape)),
+                    fmt::format("{} {}", dtype_name(to.dtype), shape_string(to.shape)));
+  if (!from.is_contiguous() || !to.is_contiguous())
+    return error_at(where, "tensor", from.is_contiguous() ? "to" : "from", "is not contiguous", "contiguous",
+                    "strided");
+  if (from.elements() > 0 && (from.data == nullptr || to.data == nullptr))
+    return error_at(where, "tensor", from.data == nullptr ? "from" : "to", "has no data", "a pointer",
+                    "null");
+  return {};
+}
+
 }  // namespace plumb::ops

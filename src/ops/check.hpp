@@ -29,4 +29,8 @@ Status check_disjoint(std::string_view where, std::string_view out_name, const T
 Status check_same_or_disjoint(std::string_view where, std::string_view out_name, const TensorView& out,
                               std::string_view in_name, const TensorView& in);
 
+// The two sides of a copy between memories: same dtype and shape, both contiguous, data present when
+// non-empty.
+Status check_copy_pair(std::string_view where, const TensorView& from, const TensorView& to);
+
 }  // namespace plumb::ops
