@@ -53,6 +53,16 @@ int64_t peak_device_bytes(const ops::Backend& backend) {
 std::string backend_description(const ops::Backend& backend) {
   return std::string(backend.name());
 }
+
+bool enable_op_profile(ops::Backend& backend) {
+  (void)backend;
+  return false;
+}
+
+std::string take_op_profile(ops::Backend& backend, int64_t steps, size_t lines) {
+  (void)backend, (void)steps, (void)lines;
+  return {};
+}
 #endif
 
 }  // namespace plumb::cli

@@ -25,6 +25,12 @@ Result<double> library_gemm_rate(ops::Backend& backend, int64_t size);
 // Bytes the backend's allocator held at most so far (the CUDA arena's peak), or -1 when it does not say.
 int64_t peak_device_bytes(const ops::Backend& backend);
 
+// Turns on per-op device timing where the backend has it (CUDA); returns whether it does.
+bool enable_op_profile(ops::Backend& backend);
+// The per-op device times since the last call, as printable lines (largest first, at most `lines`), each per
+// one of `steps` forwards; empty where the backend has no profile.
+std::string take_op_profile(ops::Backend& backend, int64_t steps, size_t lines);
+
 // The backend in words: its name, and on CUDA the GPU and whether the decode matmul is on.
 std::string backend_description(const ops::Backend& backend);
 

@@ -36,6 +36,28 @@ std::string backend_description(const ops::Backend& backend) {
                      info.multiprocessors, gpu->options().decode_matmul ? "on" : "off");
 }
 
+bool enable_op_profile(ops::Backend& backend) {
+  auto* gpu = dynamic_cast<cuda::CudaBackend*>(&backend);
+  if (gpu != nullptr) gpu->enable_profile();
+  return gpu != nullptr;
+}
+
+std::string take_op_profile(ops::Backend& backend, int64_t steps, size_t lines) {
+  auto* gpu = dynamic_cast<cuda::CudaBackend*>(&backend);
+  if (gpu == nullptr) return {};
+  const std::vector<cuda::OpTime> times = gpu->take_profile();
+  double total = 0;
+  for (const cuda::OpTime& time : times) total += time.milliseconds;
+  const double per = 1.0 / static_cast<double>(std::max<int64_t>(steps, 1));
+  std::string text =
+      fmt::format("  device time per forward: {:.3f} ms in {} labels\n", total * per, times.size());
+  for (size_t i = 0; i < std::min(lines, times.size()); ++i)
+    text += fmt::format("  {:8.3f} ms {:5.1f}% {:5.0f} launches  {}\n", times[i].milliseconds * per,
+                        100.0 * times[i].milliseconds / std::max(total, 1e-30),
+                        static_cast<double>(times[i].launches) * per, times[i].label);
+  return text;
+}
+
 #ifdef PLUMB_HAVE_CUBLAS
 namespace {
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "cli/bench_bounds.hpp"
 #include "models/gemma4/try_assign.hpp"
 
 namespace plumb::cli {
@@ -88,7 +89,8 @@ std::vector<int32_t> bench_prompt(int64_t stream, int64_t length, int64_t vocab)
   return ids;
 }
 
-Result<DecodeRun> run_decode(const gemma4::Model& model, int64_t streams, int64_t prompt, int64_t steps) {
+Result<DecodeRun> run_decode(const gemma4::Model& model, int64_t streams, int64_t prompt, int64_t steps,
+                             bool profile) {
   DecodeRun run;
   run.streams = streams;
   run.prompt = prompt;
@@ -104,6 +106,8 @@ Result<DecodeRun> run_decode(const gemma4::Model& model, int64_t streams, int64_
   PLUMB_TRY_ASSIGN(first, gemma4::forward(model, chunks));
   run.tokens.resize(static_cast<size_t>(streams));
   for (int64_t s = 0; s < streams; ++s) run.tokens[s].push_back(greedy(first.row(s)));
+  constexpr size_t kProfileLines = 30;
+  if (profile) (void)take_op_profile(*model.backend, 1, 0);  // drops the prompt's times
   for (int64_t step = 0; step < steps; ++step) {
     for (int64_t s = 0; s < streams; ++s)
       chunks[s] = {&caches[s], std::span(&run.tokens[s].back(), 1), prompt + step, gemma4::LogitRows::last};
@@ -113,10 +117,11 @@ Result<DecodeRun> run_decode(const gemma4::Model& model, int64_t streams, int64_
     run.step_seconds.push_back(seconds_since(start));
     for (int64_t s = 0; s < streams; ++s) run.tokens[s].push_back(greedy(logits.row(s)));
   }
+  if (profile) run.profile = take_op_profile(*model.backend, steps, kProfileLines);
   return run;
 }
 
-Result<PromptRun> run_prompt(const gemma4::Model& model, int64_t length, int repeats) {
+Result<PromptRun> run_prompt(const gemma4::Model& model, int64_t length, int repeats, bool profile) {
   PromptRun run;
   run.length = length;
   const std::vector<int32_t> ids = bench_prompt(0, length, model.config.vocab);
@@ -129,6 +134,10 @@ Result<PromptRun> run_prompt(const gemma4::Model& model, int64_t length, int rep
     const double seconds = seconds_since(start);
     run.first_tokens.push_back(greedy(logits.row(0)));
     if (r > 0) run.seconds.push_back(seconds);  // the first call warms up (allocations, first touches)
+    if (profile) {
+      std::string times = take_op_profile(*model.backend, 1, 20);
+      if (r == repeats) run.profile = std::move(times);
+    }
   }
   return run;
 }

@@ -4,6 +4,7 @@
 // are deterministic token ids (tools/reference/hf_bench.py makes the same ones), and every run's tokens are
 // kept so that speeds are quoted only for checked tokens.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/error.hpp"
@@ -37,20 +38,24 @@ struct DecodeRun {
   int64_t prompt = 0;
   std::vector<double> step_seconds;          // each decode step (one row of every stream)
   std::vector<std::vector<int32_t>> tokens;  // per stream: the greedy token after the prompt, then one a step
+  std::string profile;                       // per-op device times of the steps, where asked for and kept
 };
 
 // `streams` streams with prompts 0.. of `prompt` tokens run as one batch, then `steps` greedy decode steps
 // of one row per stream, each timed.
-Result<DecodeRun> run_decode(const gemma4::Model& model, int64_t streams, int64_t prompt, int64_t steps);
+// With `profile`, the backend's per-op times of the decode steps (not the prompt) go to DecodeRun::profile.
+Result<DecodeRun> run_decode(const gemma4::Model& model, int64_t streams, int64_t prompt, int64_t steps,
+                             bool profile = false);
 
 struct PromptRun {
   int64_t length = 0;
   std::vector<double> seconds;  // each timed repeat: the prompt's forward up to its first token's logits
   std::vector<int32_t> first_tokens;
+  std::string profile;  // per-op device times of one timed repeat, where asked for and kept
 };
 
 // Prompt 0 of `length` tokens in one forward on a fresh stream, once to warm up and `repeats` times timed.
-Result<PromptRun> run_prompt(const gemma4::Model& model, int64_t length, int repeats);
+Result<PromptRun> run_prompt(const gemma4::Model& model, int64_t length, int repeats, bool profile = false);
 
 double median(std::vector<double> values);
 

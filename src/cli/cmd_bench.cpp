@@ -36,6 +36,7 @@ struct BenchOptions {
   int64_t copy_mib = 1024;
   int64_t gemm_size = 8192;
   std::string json_path;
+  bool profile = false;
 };
 
 struct Bench {
@@ -70,7 +71,7 @@ std::string fraction(double reached, double bound) {
 
 void decode(Bench& bench, int64_t streams, const std::vector<int32_t>& solo_tokens) {
   const BenchOptions& o = bench.options;
-  auto run = run_decode(bench.loaded.model, streams, o.decode_prompt, o.decode_steps);
+  auto run = run_decode(bench.loaded.model, streams, o.decode_prompt, o.decode_steps, o.profile);
   if (!run) {
     bench.failed_checks.push_back(fmt::format("decode {} streams: {}", streams, run.error().message));
     return;
@@ -91,6 +92,7 @@ void decode(Bench& bench, int64_t streams, const std::vector<int32_t>& solo_toke
       static_cast<long long>(streams), tokens_per_second, step * 1e3, run->step_seconds.size(), bound,
       bytes * 1e-9, bench.bandwidth * 1e-9, fraction(tokens_per_second, bound).c_str(),
       engine::token_sha(run->tokens[0]).c_str());
+  std::fputs(run->profile.c_str(), stdout);
   bench.record["decode"].push_back({{"streams", streams},
                                     {"tokens_per_second", tokens_per_second},
                                     {"step_seconds", run->step_seconds},
@@ -100,7 +102,7 @@ void decode(Bench& bench, int64_t streams, const std::vector<int32_t>& solo_toke
 }
 
 void prompt(Bench& bench, int64_t length) {
-  auto run = run_prompt(bench.loaded.model, length, bench.options.repeats);
+  auto run = run_prompt(bench.loaded.model, length, bench.options.repeats, bench.options.profile);
   if (!run) {
     bench.failed_checks.push_back(fmt::format("prompt {}: {}", length, run.error().message));
     return;
@@ -121,6 +123,7 @@ void prompt(Bench& bench, int64_t length) {
       "prompt %6lld tokens: %9.1f tokens/s, time to first token %.3f s (median of %zu); %s; first token %d\n",
       static_cast<long long>(length), tokens_per_second, seconds, run->seconds.size(), bound_text.c_str(),
       run->first_tokens.front());
+  std::fputs(run->profile.c_str(), stdout);
   bench.record["prompt"].push_back({{"tokens", length},
                                     {"tokens_per_second", tokens_per_second},
                                     {"seconds", run->seconds},
@@ -167,6 +170,9 @@ int run_bench(const BenchOptions& options) {
     return report_bad_input("bench", synced.error().message);
   const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   Bench bench{options, *loaded, model_costs(loaded->model), 0, 0, {}, {}};
+  if (options.profile && !enable_op_profile(*loaded->backend))
+    std::printf("profile: the %s backend does not time its ops\n",
+                std::string(loaded->backend->name()).c_str());
   bench.record["backend"] = backend_description(*loaded->backend);
   std::printf("backend: %s\n", backend_description(*loaded->backend).c_str());
   print_model(bench, load_seconds);
@@ -216,6 +222,8 @@ const RegisterCommand kBench{{
       command.add_option("--gemm-size", options->gemm_size, "Matrix size of the GEMM bound")
           ->capture_default_str();
       command.add_option("--json", options->json_path, "Also write every number to this JSON file");
+      command.add_flag("--profile", options->profile,
+                       "Print each op's device time per forward (CUDA; events around every launch)");
       return [options] { return run_bench(*options); };
     },
 }};

@@ -116,7 +116,8 @@ Status CudaBackend::synchronize() {
     failure_.reset();
     return error;
   }
-  return stream_.synchronize();
+  PLUMB_TRY(stream_.synchronize());
+  return profile_ != nullptr ? profile_->collect() : Status{};
 }
 
 bool CudaBackend::check_launch(std::string_view op, cudaError_t code) {
@@ -161,32 +162,85 @@ unsigned* CudaBackend::matmul_counters() {
   return counters_;
 }
 
+template <typename Launch, typename Label>
+void CudaBackend::run(std::string_view op, const Launch& launch, const Label& label) {
+  if (failed()) return;
+  if (profile_ == nullptr) {
+    check_launch(op, launch());
+    return;
+  }
+  profile_->begin(stream_.get());
+  const bool launched = check_launch(op, launch());
+  if (launched) profile_->end(label(), stream_.get());
+}
+
+void CudaBackend::enable_profile() {
+  if (profile_ == nullptr) profile_ = std::make_unique<OpProfile>();
+}
+
+std::vector<OpTime> CudaBackend::take_profile() {
+  if (profile_ == nullptr) return {};
+  if (stream_.synchronize().ok()) (void)profile_->collect();
+  return profile_->take();
+}
+
+namespace {
+
+std::string rows_label(std::string_view op, int64_t rows, int64_t width) {
+  return fmt::format("{} {}x{}", op, rows, width);
+}
+
+std::string weight_label(const ops::WeightLaunch& w) {
+  const std::string format = w.affine ? fmt::format("{}-bit g{}", w.bits, w.group) : std::string("dense");
+  return fmt::format("{} {}x{}", format, w.out, w.in);
+}
+
+}  // namespace
+
 void CudaBackend::embed_rows(const ops::EmbedLaunch& launch) {
-  if (!failed()) check_launch("embed_rows", launch_embed_rows(embed_args(launch), stream_.get()));
+  run(
+      "embed_rows", [&] { return launch_embed_rows(embed_args(launch), stream_.get()); },
+      [&] { return rows_label("embed_rows", launch.rows, launch.table.in); });
 }
 void CudaBackend::rms_norm(const ops::RmsNormLaunch& launch) {
-  if (!failed()) check_launch("rms_norm", launch_rms_norm(norm_args(launch), stream_.get()));
+  run(
+      "rms_norm", [&] { return launch_rms_norm(norm_args(launch), stream_.get()); },
+      [&] { return rows_label("rms_norm", launch.rows * launch.heads, launch.dim); });
 }
 void CudaBackend::norm_rope(const ops::NormRopeLaunch& launch) {
-  if (!failed()) check_launch("norm_rope", launch_norm_rope(norm_rope_args(launch), stream_.get()));
+  run(
+      "norm_rope", [&] { return launch_norm_rope(norm_rope_args(launch), stream_.get()); },
+      [&] { return rows_label("norm_rope", launch.norm.rows * launch.norm.heads, launch.norm.dim); });
 }
 void CudaBackend::kv_write(const ops::KvWriteLaunch& launch) {
-  if (!failed()) check_launch("kv_write", launch_kv_write(kv_write_args(launch), stream_.get()));
+  run(
+      "kv_write", [&] { return launch_kv_write(kv_write_args(launch), stream_.get()); },
+      [&] { return rows_label("kv_write", launch.rows, launch.kv_heads * launch.head_dim); });
 }
 void CudaBackend::geglu(const ops::RowsLaunch& launch) {
-  if (!failed()) check_launch("geglu", launch_geglu(rows_args(launch), stream_.get()));
+  run(
+      "geglu", [&] { return launch_geglu(rows_args(launch), stream_.get()); },
+      [&] { return rows_label("geglu", launch.rows, launch.width); });
 }
 void CudaBackend::add(const ops::RowsLaunch& launch) {
-  if (!failed()) check_launch("add", launch_add(rows_args(launch), stream_.get()));
+  run(
+      "add", [&] { return launch_add(rows_args(launch), stream_.get()); },
+      [&] { return rows_label("add", launch.rows, launch.width); });
 }
 void CudaBackend::scale(const ops::RowsLaunch& launch) {
-  if (!failed()) check_launch("scale", launch_scale(rows_args(launch), stream_.get()));
+  run(
+      "scale", [&] { return launch_scale(rows_args(launch), stream_.get()); },
+      [&] { return rows_label("scale", launch.rows, launch.width); });
 }
 void CudaBackend::soft_cap(const ops::RowsLaunch& launch) {
-  if (!failed()) check_launch("soft_cap", launch_soft_cap(rows_args(launch), stream_.get()));
+  run(
+      "soft_cap", [&] { return launch_soft_cap(rows_args(launch), stream_.get()); },
+      [&] { return rows_label("soft_cap", launch.rows, launch.width); });
 }
 void CudaBackend::argmax(const ops::ArgmaxLaunch& launch) {
-  if (!failed()) check_launch("argmax", launch_argmax(argmax_args(launch), stream_.get()));
+  run(
+      "argmax", [&] { return launch_argmax(argmax_args(launch), stream_.get()); },
+      [&] { return rows_label("argmax", launch.rows, launch.width); });
 }
 
 void CudaBackend::matmul(const ops::MatmulLaunch& launch) {
@@ -197,7 +251,9 @@ void CudaBackend::matmul(const ops::MatmulLaunch& launch) {
   if (bytes > 0 && area == nullptr) return;
   unsigned* counters = matmul_counters();
   if (counters == nullptr) return;
-  check_launch("matmul", launch_matmul(args, area, counters, options_.decode_matmul, stream_.get()));
+  run(
+      "matmul", [&] { return launch_matmul(args, area, counters, options_.decode_matmul, stream_.get()); },
+      [&] { return fmt::format("matmul {} rows {}", weight_label(launch.weight), launch.rows); });
 }
 
 void CudaBackend::attention(const ops::AttentionLaunch& launch) {
@@ -207,7 +263,12 @@ void CudaBackend::attention(const ops::AttentionLaunch& launch) {
   const size_t bytes = std::max(attention_scratch_bytes(args), scratch_bytes_);
   void* area = scratch("attention", bytes);
   if (area == nullptr) return;
-  check_launch("attention", launch_attention(args, area, bytes, stream_.get()));
+  run(
+      "attention", [&] { return launch_attention(args, area, bytes, stream_.get()); },
+      [&] {
+        return fmt::format("attention {} {}/{} heads x {} rows {}", launch.window > 0 ? "sliding" : "global",
+                           launch.heads, launch.kv_heads, launch.head_dim, launch.rows);
+      });
 }
 
 }  // namespace plumb::cuda

@@ -8,6 +8,7 @@
 
 #include "cuda/arena.hpp"
 #include "cuda/device.hpp"
+#include "cuda/op_profile.hpp"
 #include "cuda/stream.hpp"
 #include "ops/backend.hpp"
 
@@ -55,10 +56,18 @@ class CudaBackend final : public ops::Backend {
   const Arena& arena() const { return *arena_; }
   const CudaOptions& options() const { return options_; }
 
+  // Per-op device times (op_profile.hpp): on from now, and the totals since the last call, largest first.
+  void enable_profile();
+  std::vector<OpTime> take_profile();
+
  private:
   CudaBackend(DeviceInfo info, Stream stream, CudaOptions options);
   // Records the first failure; returns whether launches may go on.
   bool check_launch(std::string_view op, cudaError_t code);
+  // Runs `launch` (returning its cudaError_t) unless an earlier launch failed; with the profile on, times it
+  // under `label()`.
+  template <typename Launch, typename Label>
+  void run(std::string_view op, const Launch& launch, const Label& label);
   bool failed() const { return failure_.has_value(); }
   // Device scratch of at least `bytes`, kept between ops and grown when needed.
   void* scratch(std::string_view op, size_t bytes);
@@ -73,6 +82,7 @@ class CudaBackend final : public ops::Backend {
   size_t scratch_bytes_ = 0;
   unsigned* counters_ = nullptr;
   std::optional<Error> failure_;
+  std::unique_ptr<OpProfile> profile_;
 };
 
 // The backend as the op set sees it (for factories that choose a backend by name), with the environment's
