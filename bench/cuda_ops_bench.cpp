@@ -202,7 +202,11 @@ void bench_attention(CudaBackend& backend, int64_t heads, int64_t kv_heads, int6
       heads, kv_heads, dim, window, context, rows, ms, replay);
 }
 
-int run() {
+// Sections to run: all without arguments, else those named (matmul-bf16, matmul-4bit, attention).
+int run(const std::vector<std::string>& sections) {
+  const auto wanted = [&](std::string_view name) {
+    return sections.empty() || std::find(sections.begin(), sections.end(), name) != sections.end();
+  };
   auto made = CudaBackend::create(0, cuda::CudaOptions{.decode_matmul = false});  // the tiled matmul alone
   if (!made) require(made.error());
   CudaBackend& backend = **made;
@@ -213,14 +217,16 @@ int run() {
              info.multiprocessors, static_cast<double>(info.global_bytes) / (1 << 30));
   const double bandwidth = copy_bandwidth(backend);
   fmt::print("device copy: {:.1f} GB/s (bytes read + written)\n", bandwidth * 1e-9);
-  bench_matmuls(backend, **decode, 0, bandwidth);
-  bench_matmuls(backend, **decode, 4, bandwidth);
-  for (int64_t rows : {1, 32}) {
-    bench_attention(backend, 16, 8, 256, 1024, 4096, rows);
-    bench_attention(backend, 16, 1, 512, 0, 8192, rows);
+  if (wanted("matmul-bf16")) bench_matmuls(backend, **decode, 0, bandwidth);
+  if (wanted("matmul-4bit")) bench_matmuls(backend, **decode, 4, bandwidth);
+  if (wanted("attention")) {
+    for (int64_t rows : {1, 32}) {
+      bench_attention(backend, 16, 8, 256, 1024, 4096, rows);
+      bench_attention(backend, 16, 1, 512, 0, 8192, rows);
+    }
+    bench_attention(backend, 16, 8, 256, 1024, 2048, 2048);
+    bench_attention(backend, 16, 1, 512, 0, 2048, 2048);
   }
-  bench_attention(backend, 16, 8, 256, 1024, 2048, 2048);
-  bench_attention(backend, 16, 1, 512, 0, 2048, 2048);
   fmt::print("arena peak {:.2f} GiB\n", static_cast<double>(backend.arena().peak_in_use_bytes()) / (1 << 30));
   return 0;
 }
@@ -228,6 +234,6 @@ int run() {
 }  // namespace
 }  // namespace plumb::bench
 
-int main() {
-  return plumb::bench::run();
+int main(int argc, char** argv) {
+  return plumb::bench::run(std::vector<std::string>(argv + 1, argv + argc));
 }

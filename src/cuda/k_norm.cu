@@ -13,6 +13,7 @@ constexpr int kLanes = 16;
 constexpr int kThreads = 256;
 constexpr int kVectorsPerBlock = kThreads / kLanes;
 constexpr int kMaxRopePairs = 512;
+constexpr int64_t kWideDim = 1024;  // vectors at least this long get a block each (rms_norm_wide_kernel)
 
 struct RopeParams {
   RmsNormArgs norm;
@@ -54,6 +55,34 @@ __global__ void rms_norm_kernel(RmsNormArgs launch) {
     out[k] = bf16_bits(normed(x, launch.weight, k, inverse));
 }
 
+// One block per vector for long vectors (hidden rows): the block stages x in shared memory so the 16 lanes'
+// sequential sums read it at shared-memory latency, then every thread writes. Same sums, same order.
+__global__ void rms_norm_wide_kernel(RmsNormArgs launch) {
+  extern __shared__ float values[];
+  __shared__ float inverse;
+  const int64_t vector = blockIdx.x;
+  const int64_t r = vector / launch.heads, h = vector % launch.heads;
+  const uint16_t* x = launch.x + r * launch.x_stride + h * launch.dim;
+  for (int64_t k = threadIdx.x; k < launch.dim; k += kThreads) values[k] = bf16_value(x[k]);
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    float sum = 0.0f;
+    if (threadIdx.x < kLanes) {
+#pragma unroll 8
+      for (int64_t k = threadIdx.x; k < launch.dim; k += kLanes) sum = sum + values[k] * values[k];
+    }
+    for (int width = kLanes / 2; width >= 1; width /= 2)
+      sum = sum + __shfl_down_sync(0xffffffffu, sum, width, kLanes);
+    if (threadIdx.x == 0) inverse = 1.0f / sqrtf(sum / static_cast<float>(launch.dim) + launch.eps);
+  }
+  __syncthreads();
+  uint16_t* out = launch.out + r * launch.out_stride + h * launch.dim;
+  for (int64_t k = threadIdx.x; k < launch.dim; k += kThreads) {
+    const float value = values[k] * inverse;
+    out[k] = bf16_bits(launch.weight != nullptr ? value * bf16_value(launch.weight[k]) : value);
+  }
+}
+
 __global__ void norm_rope_kernel(RopeParams params) {
   const RmsNormArgs& norm = params.norm;
   const int64_t vector = static_cast<int64_t>(blockIdx.x) * kVectorsPerBlock + threadIdx.x / kLanes;
@@ -81,6 +110,11 @@ __global__ void norm_rope_kernel(RopeParams params) {
 cudaError_t launch_rms_norm(const RmsNormArgs& launch, cudaStream_t stream) {
   const int64_t vectors = launch.rows * launch.heads;
   if (vectors == 0) return cudaSuccess;
+  const size_t wide_shared = static_cast<size_t>(launch.dim) * sizeof(float);
+  if (launch.dim >= kWideDim && wide_shared <= 48 * 1024) {
+    rms_norm_wide_kernel<<<static_cast<unsigned>(vectors), kThreads, wide_shared, stream>>>(launch);
+    return cudaGetLastError();
+  }
   rms_norm_kernel<<<blocks_for(vectors, kVectorsPerBlock), kThreads, 0, stream>>>(launch);
   return cudaGetLastError();
 }

@@ -176,8 +176,14 @@ Result<Logits> head_logits(const Model& model, std::span<const StreamChunk> chun
   int64_t first_row = 0, logit_rows = 0;
   for (const StreamChunk& chunk : chunks) {
     const auto rows = static_cast<int64_t>(chunk.tokens.size());
-    if (chunk.logits == LogitRows::all) runs.emplace_back(first_row, rows);
-    if (chunk.logits == LogitRows::last) runs.emplace_back(first_row + rows - 1, 1);
+    std::pair<int64_t, int64_t> run{first_row, 0};
+    if (chunk.logits == LogitRows::all) run = {first_row, rows};
+    if (chunk.logits == LogitRows::last) run = {first_row + rows - 1, 1};
+    // Adjacent runs (one row per decoding stream) go through the head as one matmul.
+    if (!runs.empty() && runs.back().first + runs.back().second == run.first)
+      runs.back().second += run.second;
+    else if (run.second > 0)
+      runs.push_back(run);
     logit_rows += chunk.logits == LogitRows::all ? rows : chunk.logits == LogitRows::last ? 1 : 0;
     first_row += rows;
   }
