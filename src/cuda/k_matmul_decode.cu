@@ -129,10 +129,21 @@ __global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<kBits, kMTiles>)
   const int64_t kt0 = split * p.tiles_per_split;
   const int tiles = static_cast<int>(min(kt0 + p.tiles_per_split, p.k_tiles) - kt0);
   const int row_bytes = p.segment_tiles * 128 + 16;
+  const ColumnBase columns = column_base(p, col0, kBits != 0);
+  // Tiles below full_tiles need no k predicates; 4-bit codes for 32 rows keep the predicated loads, as the
+  // column bases would not fit beside the ring in 128 registers.
+  const int64_t full_tiles = kBits == 4 && kMTiles == 2 ? 0 : p.k / kTileK;
+  const auto load = [&](WeightTile<kBits>& tile, int64_t kt) {
+    if (kt < full_tiles) {
+      load_full_tile<kBits>(tile, p, columns, kt);
+    } else {
+      load_tile<kBits>(tile, p, col0, kt);
+    }
+  };
   WeightTile<kBits> ring[kDepth];
 #pragma unroll
   for (int i = 0; i < kDepth; ++i)
-    if (i < tiles) load_tile<kBits>(ring[i], p, col0, kt0 + i);
+    if (i < tiles) load(ring[i], kt0 + i);
   float acc[kMTiles][kDecodeNTiles][4] = {};
   int segment = 0;  // the first tile of the x segment in shared memory
   for (int base = 0; base < tiles; base += kDepth) {
@@ -147,7 +158,7 @@ __global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<kBits, kMTiles>)
     for (int i = 0; i < kDepth; ++i) {
       if (base + i < tiles) {
         multiply_tile<kBits, kMTiles>(ring[i], p, shared, row_bytes, kt0 + base + i, base + i - segment, acc);
-        if (base + i + kDepth < tiles) load_tile<kBits>(ring[i], p, col0, kt0 + base + i + kDepth);
+        if (base + i + kDepth < tiles) load(ring[i], kt0 + base + i + kDepth);
       }
     }
   }
@@ -223,8 +234,10 @@ bool matmul_decode_supports(const WeightArgs& weight) {
   if (!weight.affine)
     return weight.dense_kind == DenseKind::bf16 && weight.in % 8 == 0 && matmul::aligned(weight.dense, 16);
   const bool bits = weight.bits == 2 || weight.bits == 4 || weight.bits == 8;
-  // Whole 16-byte code chunks per row, and 2-byte aligned scale and bias tensors.
-  return bits && weight.in * weight.bits % 128 == 0 && matmul::aligned(weight.packed, 16) &&
+  // Whole 16-byte code chunks per row, 2-byte aligned scale and bias tensors, and scale indices below 2^31
+  // (ColumnBase keeps them in 32 bits).
+  const bool indexable = weight.out * (weight.in / weight.group) < (int64_t{1} << 31);
+  return bits && indexable && weight.in * weight.bits % 128 == 0 && matmul::aligned(weight.packed, 16) &&
          matmul::aligned(weight.scales, 2) && matmul::aligned(weight.biases, 2);
 }
 

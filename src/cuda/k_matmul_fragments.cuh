@@ -114,6 +114,58 @@ __device__ __forceinline__ void load_tile(WeightTile<kBits>& tile, const DecodeP
   }
 }
 
+// The lane's weight rows for its columns (clamped to the last column, whose sums are never stored), found
+// once per warp so that full k tiles (load_full_tile) load at fixed offsets from them with no predicates.
+struct ColumnBase {
+  const uint16_t* dense[kDecodeNTiles];   // bf16: the row start, plus the lane's k pair offset 2t
+  const uint32_t* packed[kDecodeNTiles];  // affine: the row's code words
+  uint32_t group_row[kDecodeNTiles];      // affine: the row's first scale/bias element (< 2^31, checked)
+};
+
+__device__ __forceinline__ ColumnBase column_base(const DecodeParams& p, int64_t col0, bool affine) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  ColumnBase base;
+#pragma unroll
+  for (int j = 0; j < kDecodeNTiles; ++j) {
+    const int64_t n = min(col0 + j * 8 + g, p.n - 1);
+    base.dense[j] = affine ? nullptr : p.dense + n * p.k + 2 * t;
+    base.packed[j] = affine ? p.packed + n * p.row_words : nullptr;
+    base.group_row[j] = static_cast<uint32_t>(n * p.groups);
+  }
+  return base;
+}
+
+// load_tile for a k tile wholly inside k: the same values (absent columns aside, which are never stored).
+// With groups of 64 or more both 32-wide halves share one scale and bias, read once.
+template <int kBits>
+__device__ __forceinline__ void load_full_tile(WeightTile<kBits>& tile, const DecodeParams& p,
+                                               const ColumnBase& base, int64_t kt) {
+#pragma unroll
+  for (int j = 0; j < kDecodeNTiles; ++j) {
+    if constexpr (kBits == 0) {
+      const uint16_t* row = base.dense[j] + kt * kTileK;
+#pragma unroll
+      for (int s = 0; s < 4; ++s)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) tile.word[j][s][h] = load_word(row + s * 16 + h * 8);
+    } else {
+      const uint32_t* words = base.packed[j] + kt * 2 * kBits;
+#pragma unroll
+      for (int c = 0; c < kBits / 2; ++c) tile.chunk[j][c] = load_chunk(words + 4 * c);
+      const uint32_t first = base.group_row[j] + static_cast<uint32_t>((kt * kTileK) >> p.group_shift);
+      const uint32_t low = load_short(p.scales + first) | load_short(p.biases + first) << 16;
+      tile.scale_bias[j][0] = low;
+      if (p.group_shift >= 6) {
+        tile.scale_bias[j][1] = low;
+      } else {
+        const uint32_t second =
+            base.group_row[j] + static_cast<uint32_t>((kt * kTileK + 32) >> p.group_shift);
+        tile.scale_bias[j][1] = load_short(p.scales + second) | load_short(p.biases + second) << 16;
+      }
+    }
+  }
+}
+
 template <int I>
 __device__ __forceinline__ uint32_t word_of(const uint4& chunk) {
   if constexpr (I == 0) return chunk.x;
