@@ -1,8 +1,12 @@
 // Request bodies and fields: every malformed input is a 400 (or 404) naming the field, never a crash.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "server/auth.hpp"
 #include "server/body.hpp"
+#include "server/chat_prompt.hpp"
 #include "server/messages.hpp"
 #include "server/requests.hpp"
 
@@ -146,6 +150,63 @@ TEST(Requests, ResponsesInputBecomesChatMessages) {
   auto unknown = read_responses_request({{"input", json::array({{{"type", "web_search_call"}}})}}, kDefaults);
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.error().param, "input[0].type");
+}
+
+// A body as a client sends it: every object's keys out of alphabetical order, the way Python clients keep
+// them (a tool, its function, its JSON schema, its properties, and tool-call arguments).
+constexpr const char* kToolsBody = R"({"model": "m",
+  "messages": [{"role": "user", "content": "q"},
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+      "function": {"name": "get_weather", "arguments": "{\"zone\": \"CET\", \"city\": \"Paris\"}"}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "sunny"}],
+  "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather now",
+    "parameters": {"type": "object", "required": ["city"], "properties": {
+      "zone": {"type": "string", "description": "time zone"}, "city": {"type": "string"}}}}}]})";
+
+constexpr const char* kToolsJson =
+    R"([{"type": "function", "function": {"name": "get_weather", "description": "Weather now", )"
+    R"("parameters": {"type": "object", "required": ["city"], "properties": {)"
+    R"("zone": {"type": "string", "description": "time zone"}, "city": {"type": "string"}}}}}])";
+
+// The served checkpoint's prompt with a template that prints what it was given as JSON.
+ChatPrompt tojson_prompt() {
+  const std::filesystem::path dir = std::filesystem::path(PLUMB_BINARY_DIR) / "test_server_models" / "tojson";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "chat_template.jinja", std::ios::binary)
+      << "{{ tools | tojson }}\n{{ messages[1].tool_calls[0].function.arguments | tojson }}";
+  auto prompt = ChatPrompt::load(dir);
+  PLUMB_ASSERT(prompt.ok() && prompt->has_template(), "the tojson template loads");
+  return std::move(*prompt);
+}
+
+std::string rendered_tools(const ChatPrompt& prompt, const json& body) {
+  auto request = read_chat_request(body, kDefaults);
+  if (!request.ok()) return "request error: " + request.error().message;
+  auto text = prompt.render(request->messages, request->tools, request->template_kwargs);
+  return text.ok() ? *text : "render error: " + text.error().message;
+}
+
+TEST(Requests, ToolSchemasReachTheTemplateInTheClientsKeyOrder) {
+  const ChatPrompt prompt = tojson_prompt();
+  auto body = parse_body(kToolsBody);
+  ASSERT_TRUE(body.ok()) << body.error().message;
+  const std::string expected = std::string(kToolsJson) + "\n" + R"({"zone": "CET", "city": "Paris"})";
+  EXPECT_EQ(rendered_tools(prompt, *body), expected);
+  // The same body with its keys sorted renders differently, so key order is what this test sees.
+  const json sorted = json::parse(nlohmann::json::parse(kToolsBody).dump());
+  EXPECT_NE(rendered_tools(prompt, sorted), expected);
+}
+
+TEST(Requests, ResponsesToolSchemasKeepTheClientsKeyOrder) {
+  auto body = parse_body(R"({"input": "q", "tools": [{"type": "function", "name": "get_weather",
+      "parameters": {"type": "object", "required": ["city"], "properties": {
+        "zone": {"type": "string", "description": "time zone"}, "city": {"type": "string"}}},
+      "description": "Weather now"}]})");
+  ASSERT_TRUE(body.ok()) << body.error().message;
+  auto request = read_responses_request(*body, kDefaults);
+  ASSERT_TRUE(request.ok()) << request.error().message;
+  // Responses tools take the chat shape (name, description, parameters); the schema inside is the client's.
+  EXPECT_EQ(request->tools.dump(), json::parse(kToolsJson).dump());
 }
 
 TEST(Requests, CompletionPromptIsTextOrTokenIds) {
