@@ -1,9 +1,11 @@
-// `plumb bench MODEL [--backend cpu|cuda] [--streams 1,8,32] [--prompts 2048,8192] [--json F]`: decode
-// tokens/s of one stream and the aggregate of several streams batched in one forward, prompt tokens/s and
-// time to first token, peak device memory and KV bytes per token. Each speed is printed with its bound (bytes
-// per step over the copy bandwidth, FLOPs over the GEMM library's bf16 rate, both measured in this run) and
-// the fraction reached. Speeds are quoted only after the run's tokens check out: a rerun gives the same
-// tokens, stream 0 of a batch gives the solo run's tokens, and repeated prompts give the same first token.
+// `plumb bench MODEL [--backend cpu|cuda] [--streams 1,8,32] [--prompts 2048,8192] [--engine-streams 1,8,32]
+// [--json F]`: decode tokens/s of one stream and the aggregate of several streams batched in one forward,
+// prompt tokens/s and time to first token, peak device memory and KV bytes per token; with --engine-streams,
+// aggregate tokens/s through the lane engine with copy drafts off and on (bench_engine.hpp). Each speed is
+// printed with its bound (bytes per step over the copy bandwidth, FLOPs over the GEMM library's bf16 rate,
+// both measured in this run) and the fraction reached. Speeds are quoted only after the run's tokens check
+// out: a rerun gives the same tokens, stream 0 of a batch gives the solo run's tokens, and repeated prompts
+// give the same first token.
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -14,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/bench_bounds.hpp"
+#include "cli/bench_engine.hpp"
 #include "cli/bench_model.hpp"
 #include "cli/command.hpp"
 #include "cli/gemma4_model.hpp"
@@ -37,6 +40,9 @@ struct BenchOptions {
   int64_t gemm_size = 8192;
   std::string json_path;
   bool profile = false;
+  std::string engine_streams;  // empty: no engine section
+  int64_t engine_tokens = 64;
+  int64_t engine_prompt = 128;
 };
 
 struct Bench {
@@ -163,6 +169,16 @@ int run_bench(const BenchOptions& options) {
   if (!streams) return report_bad_input("bench", streams.error().message);
   auto prompts = parse_counts(options.prompts, "--prompts");
   if (!prompts) return report_bad_input("bench", prompts.error().message);
+  Result<std::vector<int64_t>> engine_streams = std::vector<int64_t>{};
+  if (!options.engine_streams.empty())
+    engine_streams = parse_counts(options.engine_streams, "--engine-streams");
+  if (!engine_streams) return report_bad_input("bench", engine_streams.error().message);
+  for (const auto& [count, option] : {std::pair{options.engine_tokens, "--engine-tokens"},
+                                      std::pair{options.engine_prompt, "--engine-prompt"}})
+    if (count < 1)
+      return report_bad_input(
+          "bench", error_at("bench", "option", option, "holds a count below 1", ">= 1", std::to_string(count))
+                       .message);
   const auto start = std::chrono::steady_clock::now();
   auto loaded = load_gemma4(options.model, options.backend, options.threads, "bench");
   if (!loaded) return report_bad_input("bench", loaded.error().message);
@@ -181,7 +197,16 @@ int run_bench(const BenchOptions& options) {
   if (!solo) return report_bad_input("bench", solo.error().message);
   for (int64_t count : *streams) decode(bench, count, solo->tokens[0]);
   for (int64_t length : *prompts) prompt(bench, length);
-  const int64_t peak = peak_device_bytes(*loaded->backend);
+  // The engine takes the backend and the model; it is kept alive until the peak below is read.
+  ops::Backend* backend = loaded->backend.get();
+  EngineBench engine_bench;
+  if (!engine_streams->empty()) {
+    engine_bench =
+        run_engine_bench(std::move(*loaded), {*engine_streams, options.engine_tokens, options.engine_prompt});
+    bench.record["engine"] = engine_bench.record;
+    for (std::string& failed : engine_bench.failed_checks) bench.failed_checks.push_back(std::move(failed));
+  }
+  const int64_t peak = peak_device_bytes(*backend);
   std::printf("peak device memory: %s\n",
               peak >= 0 ? fmt::format("{:.2f} GiB (the backend's allocator)", peak / double(1 << 30)).c_str()
                         : "not reported by this backend");
@@ -190,10 +215,15 @@ int run_bench(const BenchOptions& options) {
   if (!options.json_path.empty()) std::ofstream(options.json_path) << bench.record.dump(2) << "\n";
   for (const std::string& failed : bench.failed_checks)
     std::fprintf(stderr, "plumb bench: check failed: %s\n", failed.c_str());
-  std::printf("checks: %s\n",
+  const char* engine_checks = engine_streams->empty()
+                                  ? ""
+                                  : "; through the engine, every stream's tokens are the same with drafts on "
+                                    "as off and in every stream count";
+  std::printf("checks: %s%s\n",
               bench.failed_checks.empty()
                   ? "every stream 0 equals the solo run; repeated prompts give the same first token"
-                  : "FAILED (speeds above are not valid)");
+                  : "FAILED (speeds above are not valid)",
+              bench.failed_checks.empty() ? engine_checks : "");
   return bench.failed_checks.empty() ? kExitOk : kExitFailure;
 }
 
@@ -222,6 +252,13 @@ const RegisterCommand kBench{{
       command.add_option("--gemm-size", options->gemm_size, "Matrix size of the GEMM bound")
           ->capture_default_str();
       command.add_option("--json", options->json_path, "Also write every number to this JSON file");
+      command.add_option("--engine-streams", options->engine_streams,
+                         "Stream counts through the lane engine, each with copy drafts off and on (empty: "
+                         "no engine section)");
+      command.add_option("--engine-tokens", options->engine_tokens, "Greedy tokens per engine stream")
+          ->capture_default_str();
+      command.add_option("--engine-prompt", options->engine_prompt, "Prompt tokens per engine stream")
+          ->capture_default_str();
       command.add_flag("--profile", options->profile,
                        "Print each op's device time per forward (CUDA; events around every launch)");
       return [options] { return run_bench(*options); };
