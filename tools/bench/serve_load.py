@@ -244,9 +244,9 @@ def print_summary(args, summary, result):
           f"max {fmt(s['ttft_max_s'], ' s')} over the {s['ttft_requests']} replies that streamed text; "
           f"server's submit to first token median {fmt(s['server_first_token_median_s'], ' s')}, "
           f"p90 {fmt(s['server_first_token_p90_s'], ' s')}")
-    print(f"  tokens/s per client median {fmt(s['client_tokens_per_s_median'], digits=1)} "
-          f"(slowest client {fmt(s['client_tokens_per_s_min'], digits=1)}), "
-          f"aggregate {fmt(s['aggregate_tokens_per_s'], digits=1)} ({s['completion_tokens']} completion tokens)")
+    print(f"  tokens/s per client median {fmt(s['client_tokens_per_s_median'], digits=2)} "
+          f"(slowest client {fmt(s['client_tokens_per_s_min'], digits=2)}), "
+          f"aggregate {fmt(s['aggregate_tokens_per_s'], digits=2)} ({s['completion_tokens']} completion tokens)")
     print(f"  gaps between content deltas: median {fmt(s['gap_median_s'], ' ms', 1e3, 1)}, "
           f"p90 {fmt(s['gap_p90_s'], ' ms', 1e3, 1)}, p99 {fmt(s['gap_p99_s'], ' ms', 1e3, 1)}, "
           f"max {fmt(s['gap_max_s'], ' ms', 1e3, 1)}; finish {json.dumps(s['finish_reasons'])}")
