@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Load on `plumb serve` from C concurrent streaming chat clients, with the Python standard library only.
 
-    serve_load.py --plumb build/src/cli/plumb --model DIR --backend cuda [--clients 32 --requests 2
-                  --max-tokens 128 --warmup 32 --check-solo --json F]
+    serve_load.py --plumb build/src/cli/plumb --model DIR --backend cuda [--cover-vocab --clients 32
+                  --requests 2 --max-tokens 128 --warmup 32 --keep-alive --check-solo --json F]
     serve_load.py --url http://127.0.0.1:8000 [...]
 
 With --plumb/--model it starts `plumb serve MODEL --backend B --port P --parallel N ...`, waits for GET /health,
 and at the end stops it with SIGTERM and requires exit status 0; with --url it uses a running server. Each client
 sends R streaming /v1/chat/completions requests one after another (temperature 0, stream_options.include_usage,
-a user message distinct per client and request). Per request: time to first token (request sent to the first
+a user message distinct per client and request), each on a new connection or, with --keep-alive, all on one
+connection per client opened before the start. Per request: time to first token (request sent to the first
 non-empty content delta), total time, completion tokens (from usage), gaps between content deltas. Reported:
 median and p90 TTFT, median per-client decode tokens/s (tokens after the first over the time after the first
 delta), aggregate tokens/s (all completion tokens over the wall time of the load), failures (non-200, an error
@@ -58,6 +59,9 @@ def parse_args(argv):
     load.add_argument("--prompt-words", type=int, default=16, help="filler words in each user message")
     load.add_argument("--warmup", type=int, default=0, metavar="N",
                       help="N streamed requests of up to 16 tokens sent together before the load, not counted")
+    load.add_argument("--keep-alive", action="store_true",
+                      help="each client connects before the start and sends all its requests on that connection "
+                      "(default: a new connection per request, all opened at once)")
     load.add_argument("--no-draft", action="store_true", help='send "draft": false')
     load.add_argument("--request-timeout", type=float, default=600.0, help="seconds one request may take")
     load.add_argument("--check-solo", action="store_true", help="replay each request alone, whole, and compare")
@@ -102,10 +106,19 @@ def run_clients(endpoint, args, model, clients, requests, max_tokens=None, first
     start_line = threading.Barrier(clients + 1)
 
     def client(c):
+        conn = None
+        if args.keep_alive:
+            conn = endpoint.connect(args.request_timeout)
+            try:
+                conn.connect()
+            except OSError:
+                conn.close()  # the first request connects again and records what fails
         start_line.wait()
         for r, record in enumerate(records[c]):
             body = chat_body(args, model, record["client"], r, max_tokens)
-            stream_chat(endpoint, body, record, args.request_timeout)
+            stream_chat(endpoint, body, record, args.request_timeout, conn)
+        if conn:
+            conn.close()
 
     threads = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
     for thread in threads:
@@ -201,6 +214,7 @@ def summarize(records, wall_s):
         mine = [r for r in timed if r["client"] == client]
         per_client.append(sum(r["completion_tokens"] - 1 for r in mine) / sum(r["decode_s"] for r in mine))
     server_first = [r["server_timings"]["first_token_seconds"] for r in done if r["server_timings"]]
+    server_queued = [r["server_timings"]["queued_seconds"] for r in done if r["server_timings"]]
     finishes = {}
     for r in done:
         finishes[r["finish"]] = finishes.get(r["finish"], 0) + 1
@@ -211,6 +225,7 @@ def summarize(records, wall_s):
             "ttft_max_s": max(ttft) if ttft else None, "ttft_requests": len(ttft),
             "server_first_token_median_s": percentile(server_first, 0.5),
             "server_first_token_p90_s": percentile(server_first, 0.9),
+            "server_queued_max_s": max(server_queued) if server_queued else None,
             "total_median_s": percentile([r["total_s"] for r in done], 0.5),
             "client_tokens_per_s_median": percentile(per_client, 0.5),
             "client_tokens_per_s_min": min(per_client) if per_client else None,
@@ -243,7 +258,8 @@ def print_summary(args, summary, result):
     print(f"  TTFT median {fmt(s['ttft_median_s'], ' s')}, p90 {fmt(s['ttft_p90_s'], ' s')}, "
           f"max {fmt(s['ttft_max_s'], ' s')} over the {s['ttft_requests']} replies that streamed text; "
           f"server's submit to first token median {fmt(s['server_first_token_median_s'], ' s')}, "
-          f"p90 {fmt(s['server_first_token_p90_s'], ' s')}")
+          f"p90 {fmt(s['server_first_token_p90_s'], ' s')}, longest wait for admission "
+          f"{fmt(s['server_queued_max_s'], ' s')}")
     print(f"  tokens/s per client median {fmt(s['client_tokens_per_s_median'], digits=2)} "
           f"(slowest client {fmt(s['client_tokens_per_s_min'], digits=2)}), "
           f"aggregate {fmt(s['aggregate_tokens_per_s'], digits=2)} ({s['completion_tokens']} completion tokens)")

@@ -182,10 +182,12 @@ def finish_record(record, marks):
         record["error"] = "no plumb.token_sha"
 
 
-def stream_chat(endpoint, body, record, timeout):
+def stream_chat(endpoint, body, record, timeout, conn=None):
+    """One streamed request on `conn` (kept open unless it failed) or on a connection of its own."""
     body = dict(body, stream=True, stream_options={"include_usage": True})
     marks = {"sent": time.perf_counter()}
-    conn = endpoint.connect(timeout)
+    own = conn is None
+    conn = conn or endpoint.connect(timeout)
     try:
         conn.request("POST", "/v1/chat/completions", body=json.dumps(body), headers=endpoint.headers)
         resp = conn.getresponse()
@@ -197,8 +199,10 @@ def stream_chat(endpoint, body, record, timeout):
     except Exception as failure:  # a reply this tool cannot read is a failed request, never a lost thread
         record["error"] = f"{type(failure).__name__}: {failure}"
     finally:
-        conn.close()
         marks["end"] = time.perf_counter()
+        # A closed connection reconnects on its next request.
+        if own or record["error"]:
+            conn.close()
     finish_record(record, marks)
     return record
 
