@@ -1,5 +1,7 @@
 #include "text/tokenizer/decoder.hpp"
 
+#include <algorithm>
+
 #include "text/tokenizer/pre_tokenizer.hpp"
 #include "text/tokenizer/unicode.hpp"
 
@@ -19,6 +21,29 @@ int byte_fallback_value(std::string_view token) {
   return value;
 }
 
+void append_byte_level_bytes(std::string& out, std::string_view token) {
+  const size_t start = out.size();
+  for (size_t pos = 0; pos < token.size();) {
+    const int byte = byte_level_byte(next_code_point(token, pos));
+    if (byte < 0) {
+      out.resize(start);
+      out.append(token);
+      return;
+    }
+    out.push_back(static_cast<char>(byte));
+  }
+}
+
+ByteJoin byte_join_of(const Decoder* decoder) {
+  std::vector<std::string_view> steps;
+  if (decoder) decoder->list_steps(steps);
+  const auto has = [&](std::string_view type) {
+    return std::find(steps.begin(), steps.end(), type) != steps.end();
+  };
+  if (has("ByteLevel")) return steps.size() == 1 ? ByteJoin::byte_level : ByteJoin::mixed;
+  return has("ByteFallback") ? ByteJoin::byte_runs : ByteJoin::none;
+}
+
 namespace {
 
 constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD";
@@ -27,6 +52,7 @@ class Replace final : public Decoder {
  public:
   Replace(Pattern pattern, std::string content)
       : pattern_(std::move(pattern)), content_(std::move(content)) {}
+  void list_steps(std::vector<std::string_view>& steps) const override { steps.push_back("Replace"); }
   Status decode_chain(std::vector<std::string>& tokens) const override {
     thread_local std::vector<Span> spans;
     std::string replaced;
@@ -48,6 +74,7 @@ class Replace final : public Decoder {
 
 class ByteFallback final : public Decoder {
  public:
+  void list_steps(std::vector<std::string_view>& steps) const override { steps.push_back("ByteFallback"); }
   Status decode_chain(std::vector<std::string>& tokens) const override {
     std::vector<std::string> out;
     out.reserve(tokens.size());
@@ -79,6 +106,7 @@ class ByteFallback final : public Decoder {
 
 class Fuse final : public Decoder {
  public:
+  void list_steps(std::vector<std::string_view>& steps) const override { steps.push_back("Fuse"); }
   Status decode_chain(std::vector<std::string>& tokens) const override {
     std::string joined;
     for (const std::string& token : tokens) joined += token;
@@ -90,6 +118,7 @@ class Fuse final : public Decoder {
 class Strip final : public Decoder {
  public:
   Strip(char32_t content, size_t start, size_t stop) : content_(content), start_(start), stop_(stop) {}
+  void list_steps(std::vector<std::string_view>& steps) const override { steps.push_back("Strip"); }
   Status decode_chain(std::vector<std::string>& tokens) const override {
     std::vector<char32_t> chars;
     for (std::string& token : tokens) {
@@ -114,19 +143,10 @@ class Strip final : public Decoder {
 
 class ByteLevel final : public Decoder {
  public:
+  void list_steps(std::vector<std::string_view>& steps) const override { steps.push_back("ByteLevel"); }
   Status decode_chain(std::vector<std::string>& tokens) const override {
-    std::string bytes, token_bytes;
-    for (const std::string& token : tokens) {
-      // A token with any character outside the byte table is taken as its own UTF-8 bytes.
-      token_bytes.clear();
-      bool mapped = true;
-      for (size_t pos = 0; pos < token.size() && mapped;) {
-        const int byte = byte_level_byte(next_code_point(token, pos));
-        mapped = byte >= 0;
-        token_bytes.push_back(static_cast<char>(byte));
-      }
-      bytes += mapped ? token_bytes : token;
-    }
+    std::string bytes;
+    for (const std::string& token : tokens) append_byte_level_bytes(bytes, token);
     std::string text;
     append_utf8_lossy(text, bytes);
     tokens.assign(1, std::move(text));
@@ -137,6 +157,7 @@ class ByteLevel final : public Decoder {
 class Metaspace final : public Decoder {
  public:
   Metaspace(char32_t replacement, bool prepends) : replacement_(replacement), prepends_(prepends) {}
+  void list_steps(std::vector<std::string_view>& steps) const override { steps.push_back("Metaspace"); }
   Status decode_chain(std::vector<std::string>& tokens) const override {
     std::string out;
     for (size_t i = 0; i < tokens.size(); ++i) {
@@ -164,6 +185,9 @@ class Metaspace final : public Decoder {
 class Sequence final : public Decoder {
  public:
   explicit Sequence(std::vector<std::unique_ptr<Decoder>> steps) : steps_(std::move(steps)) {}
+  void list_steps(std::vector<std::string_view>& steps) const override {
+    for (const auto& step : steps_) step->list_steps(steps);
+  }
   Status decode_chain(std::vector<std::string>& tokens) const override {
     for (const auto& step : steps_) PLUMB_TRY(step->decode_chain(tokens));
     return {};

@@ -184,6 +184,16 @@ size_t Tokenizer::vocab_size() const {
   return static_cast<size_t>(std::max<int64_t>(impl_->model.max_id(), impl_->added.max_id()) + 1);
 }
 
+ByteJoin Tokenizer::byte_join() const {
+  return byte_join_of(impl_->decoder.get());
+}
+
+std::string Tokenizer::byte_level_bytes(int32_t id) const {
+  std::string bytes;
+  if (const std::optional<std::string_view> token = id_to_token(id)) append_byte_level_bytes(bytes, *token);
+  return bytes;
+}
+
 bool Tokenizer::is_byte_token(int32_t id) const {
   const std::optional<std::string_view> token = id_to_token(id);
   return token && byte_fallback_value(*token) >= 0;

@@ -83,18 +83,16 @@ void append_utf8_lossy(std::string& out, std::string_view bytes) {
   }
 }
 
-bool ends_with_incomplete_utf8(std::string_view bytes) {
-  size_t pos = 0, prefix = 0;
-  while (pos < bytes.size()) {
-    const size_t length = valid_sequence_at(bytes, pos, &prefix);
-    if (length > 0) {
-      pos += length;
-    } else {
-      if (pos + prefix == bytes.size() && prefix > 0) return true;
-      pos += prefix > 0 ? prefix : 1;
-    }
+size_t unfinished_utf8_start(std::string_view bytes) {
+  // An unfinished character is at most three bytes, and its lead byte is the last non-continuation byte.
+  for (size_t back = 1; back <= 3 && back <= bytes.size(); ++back) {
+    const size_t pos = bytes.size() - back;
+    if ((static_cast<unsigned char>(bytes[pos]) & 0xC0) == 0x80) continue;
+    size_t prefix = 0;
+    const bool unfinished = valid_sequence_at(bytes, pos, &prefix) == 0 && pos + prefix == bytes.size();
+    return unfinished ? pos : bytes.size();
   }
-  return false;
+  return bytes.size();
 }
 
 bool is_white_space(char32_t cp) {

@@ -36,8 +36,9 @@ size_t find_invalid_utf8(std::string_view text);
 // Appends `bytes` to `out`, each maximal invalid subsequence replaced by U+FFFD (Rust's from_utf8_lossy).
 void append_utf8_lossy(std::string& out, std::string_view bytes);
 
-// True when the byte string ends inside a sequence that more bytes could still complete.
-bool ends_with_incomplete_utf8(std::string_view bytes);
+// Where a character that more bytes could still complete begins at the end of `bytes`; bytes.size() when
+// none does.
+size_t unfinished_utf8_start(std::string_view bytes);
 
 bool is_white_space(char32_t cp);  // Unicode White_Space: Rust char::is_whitespace
 bool is_numeric(char32_t cp);      // Nd, Nl, No: Rust char::is_numeric

@@ -100,11 +100,63 @@ TEST_P(StreamOnCorpus, PiecesAddUpToDecodeOnRandomIds) {
   }
 }
 
+// Streams `ids`, checking each piece against `expected_pieces` (where given) and that the decoder keeps at
+// most `bound` ids and bytes: each push then decodes a bounded window, so the stream runs in linear time.
+void expect_prompt_stream(const Tokenizer& tokenizer, const std::vector<int32_t>& ids,
+                          const std::vector<std::string>& expected_pieces, size_t bound,
+                          const std::string& label) {
+  auto full = tokenizer.decode(ids, true);
+  ASSERT_TRUE(full.ok()) << label << ": " << full.error().message;
+  StreamDecoder stream(tokenizer, true);
+  std::string joined;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto piece = stream.push(ids[i]);
+    ASSERT_TRUE(piece.ok()) << label << " id index " << i << ": " << piece.error().message;
+    if (i < expected_pieces.size()) {
+      ASSERT_EQ(*piece, expected_pieces[i]) << label << " id index " << i << " (id " << ids[i] << ")";
+    }
+    ASSERT_LE(stream.kept(), bound) << label << " id index " << i << ": kept ids and bytes";
+    joined += *piece;
+  }
+  auto rest = stream.finish();
+  ASSERT_TRUE(rest.ok()) << label << ": " << rest.error().message;
+  EXPECT_EQ(joined + *rest, *full) << label << ": stream pieces differ from decode";
+}
+
+const std::string kFffd = "\xEF\xBF\xBD";
+
+// `count` copies of `id`, then the ids of a little text.
+std::vector<int32_t> repeated_then_text(const Tokenizer& tokenizer, int32_t id, size_t count) {
+  std::vector<int32_t> ids(count, id);
+  auto text = tokenizer.encode(" and then text", false);
+  EXPECT_TRUE(text.ok());
+  if (text.ok()) ids.insert(ids.end(), text->begin(), text->end());
+  return ids;
+}
+
+TEST_P(StreamOnCorpus, InvalidBytesStreamAsReplacementsAtOnce) {
+  const Tokenizer tokenizer = load(GetParam());
+  const bool gemma = GetParam() == "gemma3";
+  // Byte 0xFF never starts a character: "<0xFF>" under ByteFallback, "ÿ" under ByteLevel.
+  const auto invalid = tokenizer.token_to_id(gemma ? "<0xFF>" : "\u00FF");
+  ASSERT_TRUE(invalid.has_value()) << GetParam() << " has no token for byte 0xFF";
+  expect_prompt_stream(tokenizer, repeated_then_text(tokenizer, *invalid, 10000),
+                       std::vector<std::string>(10000, kFffd), 4, GetParam() + " 0xFF run");
+  // A token whose text is U+FFFD itself ("��" in Gemma's vocabulary, the bytes EF BF BD in Qwen's) is final.
+  const std::string literal = gemma ? kFffd + kFffd : kFffd;
+  const auto literal_id = tokenizer.token_to_id(gemma ? literal : "\u00EF\u00BF\u00BD");
+  ASSERT_TRUE(literal_id.has_value()) << GetParam() << " has no U+FFFD token";
+  expect_prompt_stream(tokenizer, repeated_then_text(tokenizer, *literal_id, 10000),
+                       std::vector<std::string>(10000, literal), 4, GetParam() + " U+FFFD tokens");
+}
+
 INSTANTIATE_TEST_SUITE_P(RealTokenizers, StreamOnCorpus, ::testing::Values("gemma3", "qwen3"));
 
 // Gemma's decoder shape (Replace, ByteFallback, Fuse) over a BPE with byte fallback and one special token.
 Tokenizer byte_fallback_tokenizer() {
-  nlohmann::json vocab = {{":", 0}, {"<0x2A>", 1}, {"<0xB9>", 2}, {"<0xC3>", 3}, {"a", 4}};
+  nlohmann::json vocab = {{":", 0},       {"<0x2A>", 1},  {"<0xB9>", 2},  {"<0xC3>", 3},  {"a", 4},
+                          {"<0xE2>", 6},  {"<0x82>", 7},  {"<0xAC>", 8},  {"<0xFF>", 9},  {"<0x41>", 10},
+                          {"<0xF0>", 11}, {"<0x9F>", 12}, {"\uFFFD", 13}, {"\u2581b", 14}};
   nlohmann::json special = {{"id", 5},         {"content", "<audio|>"}, {"single_word", false},
                             {"lstrip", false}, {"rstrip", false},       {"normalized", false},
                             {"special", true}};
@@ -145,6 +197,109 @@ TEST(StreamDecoder, AByteRunSplitBySkippedIdsIsOneRun) {
   auto whole = tokenizer.decode(cases[0], true);
   ASSERT_TRUE(whole.ok());
   EXPECT_EQ(*whole, ":\xEF\xBF\xBD\xEF\xBF\xBD");
+}
+
+// Ids of the byte-fallback tokenizer above.
+enum : int32_t { kColon = 0, kA = 4, kE2 = 6, k82 = 7, kAC = 8, kFF = 9, k41 = 10, kF0 = 11, k9F = 12 };
+
+TEST(StreamDecoder, AByteRunIsHeldWhileItMayBeValidAndReplacedOnceItCannot) {
+  const Tokenizer tokenizer = byte_fallback_tokenizer();
+  const std::string euro = "\xE2\x82\xAC";
+  const std::string f3 = kFffd + kFffd + kFffd, f4 = f3 + kFffd;
+  struct Case {
+    std::vector<int32_t> ids;
+    std::vector<std::string> pieces;
+  };
+  const std::vector<Case> cases = {
+      {{kE2, k82, kAC, kA}, {"", "", "", euro + "a"}},         // valid: shown when the run ends
+      {{kE2, k82, kAC, kFF, kA}, {"", "", "", f4, "a"}},       // a later invalid byte replaces all four
+      {{kE2, k82, k41, k41, kA}, {"", "", f3, kFffd, "a"}},    // invalid from the third byte on
+      {{kE2, kE2, kE2, kA}, {"", kFffd + kFffd, kFffd, "a"}},  // a lead byte breaks the one before it
+      {{kF0, k9F, k82, kColon}, {"", "", "", f3 + ":"}},       // unfinished when the run ends
+      {{kFF, k41, kE2, k82, kAC}, {kFffd, kFffd, kFffd, kFffd, kFffd}},  // invalid at once, and stays so
+  };
+  for (size_t i = 0; i < cases.size(); ++i)
+    expect_prompt_stream(tokenizer, cases[i].ids, cases[i].pieces, 5, "case " + std::to_string(i));
+  // Long runs that cannot be valid keep the decoder small: the failing bytes are the only context kept.
+  std::vector<int32_t> invalid_run = {kE2, k82, k41};
+  for (int i = 0; i < 10000; ++i) invalid_run.push_back(i % 2 ? kAC : k41);
+  expect_prompt_stream(tokenizer, invalid_run, {}, 4, "a run invalid from its third byte");
+  std::vector<int32_t> leads(10000, kE2);
+  expect_prompt_stream(tokenizer, leads, {}, 4, "a run of lead bytes");
+}
+
+// ByteLevel alone over single bytes and pieces of characters: 0xE2 0x82 0xAC is the euro sign.
+Tokenizer byte_level_tokenizer() {
+  nlohmann::json vocab = {{"a", 0},      {"\u00FF", 1},       {"\u00E2", 2},  {"\u0124", 3},
+                          {"\u00AC", 4}, {"\u00E2\u0124", 5}, {"a\u00E2", 6}, {"\u00EF\u00BF\u00BD", 7}};
+  nlohmann::json special = {{"id", 8},         {"content", "<|end|>"}, {"single_word", false},
+                            {"lstrip", false}, {"rstrip", false},      {"normalized", false},
+                            {"special", true}};
+  nlohmann::json root = {
+      {"version", "1.0"},
+      {"truncation", nullptr},
+      {"padding", nullptr},
+      {"added_tokens", {special}},
+      {"normalizer", nullptr},
+      {"pre_tokenizer", nullptr},
+      {"post_processor", nullptr},
+      {"decoder", {{"type", "ByteLevel"}}},
+      {"model",
+       {{"type", "BPE"}, {"unk_token", nullptr}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}}};
+  auto tokenizer = Tokenizer::from_json(root.dump(), "byte_level.json");
+  if (!tokenizer.ok()) throw std::runtime_error(tokenizer.error().message);
+  return *tokenizer;
+}
+
+TEST(StreamDecoder, ByteLevelHoldsOnlyAnUnfinishedLastCharacter) {
+  const Tokenizer tokenizer = byte_level_tokenizer();
+  const std::string euro = "\xE2\x82\xAC";
+  struct Case {
+    std::vector<int32_t> ids;
+    std::vector<std::string> pieces;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3, 4, 0}, {"", "", euro, "a"}},
+      {{5, 4}, {"", euro}},
+      {{6, 3, 0}, {"a", "", kFffd + "a"}},              // E2 82 then 'a': one U+FFFD for the unfinished pair
+      {{2, 2, 2, 0}, {"", kFffd, kFffd, kFffd + "a"}},  // each lead byte ends the one before it
+      {{1, 7, 1}, {kFffd, kFffd, kFffd}},               // invalid 0xFF, and U+FFFD itself
+      {{2, 8, 3, 4}, {"", "", "", euro}},               // a skipped special leaves the bytes one sequence
+  };
+  for (size_t i = 0; i < cases.size(); ++i)
+    expect_prompt_stream(tokenizer, cases[i].ids, cases[i].pieces, 3, "case " + std::to_string(i));
+  std::vector<int32_t> leads(10000, 2);
+  expect_prompt_stream(tokenizer, leads, {}, 3, "a run of lead bytes");
+}
+
+// Random ids over small vocabularies, each decoder kind; `mixed` puts a Replace before ByteLevel, which the
+// stream handles without modelling its bytes.
+TEST(StreamDecoder, PiecesAddUpToDecodeOnRandomBytes) {
+  const Tokenizer byte_level = byte_level_tokenizer();
+  nlohmann::json mixed_json = nlohmann::json::parse(R"({"version": "1.0", "truncation": null, "padding": null,
+      "added_tokens": [], "normalizer": null, "pre_tokenizer": null, "post_processor": null,
+      "decoder": {"type": "Sequence", "decoders": [
+        {"type": "Replace", "pattern": {"String": "a"}, "content": "\u00FF"}, {"type": "ByteLevel"}]},
+      "model": {"type": "BPE", "unk_token": null, "merges": [], "vocab": {}}})");
+  mixed_json["model"]["vocab"] = {{"a", 0}, {"\u00E2", 1}, {"\u0124", 2}, {"\u00AC", 3}, {"b", 4}};
+  auto mixed = Tokenizer::from_json(mixed_json.dump(), "mixed.json");
+  ASSERT_TRUE(mixed.ok()) << mixed.error().message;
+  ASSERT_EQ(mixed->byte_join(), ByteJoin::mixed);
+  ASSERT_EQ(byte_level.byte_join(), ByteJoin::byte_level);
+  const Tokenizer fallback = byte_fallback_tokenizer();
+  ASSERT_EQ(fallback.byte_join(), ByteJoin::byte_runs);
+  std::mt19937 random(99);
+  for (const Tokenizer* tokenizer : std::vector<const Tokenizer*>{&fallback, &byte_level, &*mixed}) {
+    const auto vocab = static_cast<uint32_t>(tokenizer->vocab_size()) + 1;  // and one unknown id
+    for (int round = 0; round < 2000; ++round) {
+      std::vector<int32_t> ids(1 + random() % 12);
+      for (int32_t& id : ids) id = static_cast<int32_t>(random() % vocab);
+      for (bool skip_special : {false, true})
+        expect_stream_equals_decode(*tokenizer, ids, skip_special,
+                                    "byte join " + std::to_string(static_cast<int>(tokenizer->byte_join())) +
+                                        " round " + std::to_string(round));
+    }
+  }
 }
 
 }  // namespace
