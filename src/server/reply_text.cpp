@@ -31,7 +31,7 @@ ReplyText::ReplyText(const text::Tokenizer& tokenizer, std::vector<int32_t> end_
 
 std::string ReplyText::flush_decoder() {
   auto held = decoder_.finish();
-  // Held bytes that cannot extend the emitted text consistently are dropped, as the engine drops them.
+  // Held text that cannot extend the emitted text consistently (see decode) is dropped.
   decoder_ = text::StreamDecoder(tokenizer_, /*skip_special=*/true);
   return held.ok() ? std::move(*held) : std::string();
 }
@@ -47,8 +47,8 @@ Result<std::string> ReplyText::decode(std::span<const int32_t> tokens) {
     }
     auto piece = decoder_.push(id);
     if (!piece.ok()) {
-      // The detokenizer cannot keep what it already emitted (a byte run split by a skipped special token):
-      // the text carries on from a fresh one, as the engine's own text does, the same way for the same ids.
+      // The detokenizer cannot keep what it already emitted (a decoder step that rewrites text across ids,
+      // such as a Replace after Fuse): the text carries on from a fresh one, the same way for the same ids.
       decoder_ = text::StreamDecoder(tokenizer_, /*skip_special=*/true);
       piece = decoder_.push(id);
       if (!piece.ok()) return piece.error();

@@ -80,6 +80,32 @@ TEST(ReplyText, StopStringsCutForEveryGrouping) {
   }
 }
 
+// A decoder whose Replace runs after Fuse rewrites text across ids: "a" then "b" decodes to "X".
+text::Tokenizer across_ids_tokenizer() {
+  const json root = json::parse(R"({"version": "1.0", "truncation": null, "padding": null,
+      "added_tokens": [], "normalizer": null, "pre_tokenizer": null, "post_processor": null,
+      "decoder": {"type": "Sequence", "decoders": [{"type": "ByteFallback"}, {"type": "Fuse"},
+        {"type": "Replace", "pattern": {"String": "ab"}, "content": "X"}]},
+      "model": {"type": "BPE", "unk_token": null, "merges": [], "vocab": {"a": 0, "b": 1, "c": 2}}})");
+  auto tokenizer = text::Tokenizer::from_json(root.dump(), "across ids tokenizer.json");
+  PLUMB_ASSERT(tokenizer.ok(), "the across-ids tokenizer parses");
+  return std::move(*tokenizer);
+}
+
+TEST(ReplyText, ADetokenizerThatRewritesEmittedTextRestartsTheSameWayForEveryGrouping) {
+  const text::Tokenizer tokenizer = across_ids_tokenizer();
+  const std::vector<int32_t> ids = {2, 0, 1, 0, 1, 2};
+  // The stream decoder cannot take back the "a" it emitted, so its push fails: the restart is reachable.
+  text::StreamDecoder decoder(tokenizer, true);
+  ASSERT_TRUE(decoder.push(0).ok());
+  auto rewritten = decoder.push(1);
+  ASSERT_FALSE(rewritten.ok()) << "pushing 'b' after 'a' gave '" << *rewritten << "'";
+  EXPECT_NE(rewritten.error().message.find("rewrote text already emitted"), std::string::npos)
+      << rewritten.error().message;
+  for (size_t group = 1; group <= ids.size(); ++group)
+    EXPECT_EQ(feed(ReplyText(tokenizer, {}, {}, false), ids, group).content, "cababc") << "group " << group;
+}
+
 engine::Reply finished_reply() {
   engine::Reply reply;
   reply.tokens = {5, 6, 106};
