@@ -4,9 +4,16 @@
 // partition's sum p_j v_j (keys in position order) is added in partition order. Partitions depend only on
 // absolute key positions, never on the rows in the call, so prompt and decode rows get the same bits (I1,
 // I2).
+//
+// The work: score_kernel computes each partition's scores once (into scratch) and its (max, sum exp).
+// Rows of up to kWholeSpan partitions are "whole": one values block merges the stats into m and l, makes p_j
+// and adds each partition's sum p_j v_j in order, writing out. Longer rows are "split": normalize_kernel
+// merges m and l once per (row, head), a values block per partition writes its partial sums, merge_kernel
+// adds them in partition order. Blocks take a few query heads of a kv group (1, 4 or 16, whichever gives
+// enough blocks) and values blocks a strip of kColumns output columns; no choice here changes a bit.
 #include <algorithm>
-#include <vector>
 
+#include "cuda/attention_device.cuh"
 #include "cuda/bf16.cuh"
 #include "cuda/launchers.hpp"
 
@@ -14,235 +21,220 @@ namespace plumb::cuda {
 
 namespace {
 
-constexpr int kPart = 64;
-constexpr int kThreads = 128;
-constexpr int kLanes = 16;
-constexpr int kMaxSegments = 16;
-constexpr int64_t kMaxChunkRows = 65535;
-constexpr size_t kScratchCap = size_t{256} << 20;
+using namespace attention;  // the kernels' own pieces (attention_device.cuh)
 
-struct SegmentEntry {
-  int64_t first_row;  // relative to the chunk
-  int64_t rows;
-  const uint16_t* keys;
-  const uint16_t* values;
-  int64_t capacity;
-};
-
-struct Params {
-  const uint16_t* q;
-  int64_t q_stride;
-  const int32_t* positions;
-  uint16_t* out;
-  int64_t out_stride;
-  int64_t rows;
-  int heads, kv_heads, group, head_dim;
-  int64_t window;
-  float scale;
-  int span;
-  float2* stats;   // [rows, heads, span]: (max, sum exp(s - max)) per partition
-  float* partial;  // [rows, heads, span, head_dim]: sum p_j v_j per partition
-  bool vector;     // 16-byte aligned key rows
-  int segment_count;
-  SegmentEntry segments[kMaxSegments];
-};
-
-struct RowKeys {
-  SegmentEntry segment;
-  int64_t position;
-  int64_t first;  // the row's first visible key position
-  int64_t parts;  // partitions from first / kPart to position / kPart
-};
-
-__device__ RowKeys row_keys(const Params& params, int64_t r) {
-  int s = 0;
-  while (s + 1 < params.segment_count && r >= params.segments[s + 1].first_row) ++s;
-  RowKeys row;
-  row.segment = params.segments[s];
-  row.position = params.positions[r];
-  row.first = params.window > 0 ? max(int64_t{0}, row.position - params.window + 1) : 0;
-  row.parts = row.position / kPart - row.first / kPart + 1;
-  return row;
+// The chunk's query rows as fp32 (exact), [count][head_dim].
+__device__ void load_queries(const Params& params, int64_t r, const HeadChunk& chunk, float* q_shared) {
+  const int n = chunk.count * params.head_dim;
+  const uint16_t* q = params.q + r * params.q_stride + static_cast<int64_t>(chunk.first) * params.head_dim;
+  if (params.q_vector) {
+    for (int i = static_cast<int>(threadIdx.x) * 8; i < n; i += kThreads * 8) {
+      float eight[8];
+      bf16x8_values(*reinterpret_cast<const uint4*>(q + i), eight);
+      *reinterpret_cast<float4*>(q_shared + i) = make_float4(eight[0], eight[1], eight[2], eight[3]);
+      *reinterpret_cast<float4*>(q_shared + i + 4) = make_float4(eight[4], eight[5], eight[6], eight[7]);
+    }
+    return;
+  }
+#pragma unroll 4
+  for (int i = static_cast<int>(threadIdx.x); i < n; i += kThreads) q_shared[i] = bf16_value(q[i]);
 }
 
-__device__ __forceinline__ const uint16_t* cache_row(const uint16_t* cache, const RowKeys& row, int kv_heads,
-                                                     int kv_head, int head_dim, int64_t position) {
-  return cache + ((position % row.segment.capacity) * kv_heads + kv_head) * static_cast<int64_t>(head_dim);
-}
-
-// The CPU backend's dot order: element k to lane k % 16, sequential per lane, then a tree of 8, 4, 2, 1.
-// kVector reads the key 16 bytes at a time (same values, same order).
-template <bool kVector>
-__device__ float dot_lanes(const float* q, const uint16_t* key, int dim) {
-  float lanes[kLanes];
-#pragma unroll
-  for (int l = 0; l < kLanes; ++l) lanes[l] = 0.0f;
-  int k = 0;
-  for (; k + kLanes <= dim; k += kLanes) {
+// Lanes 8 * half .. 8 * half + 7 of the CPU backend's dot order for one key and each of the chunk's heads:
+// element k goes to lane k % 16 and each lane adds its products in order of k, from 0.
+template <int H, bool kVector>
+__device__ void half_lanes(const float* q_shared, const uint16_t* key, int dim, int half, int count,
+                           float (&lanes)[H][kHalfLanes]) {
+  constexpr int kUnroll = H == 1 ? 8 : 4;  // independent key loads in flight per thread
+#pragma unroll kUnroll
+  for (int k = kHalfLanes * half; k < dim; k += kLanes) {
+    float kv[kHalfLanes];
     if constexpr (kVector) {
-      const uint4 low = *reinterpret_cast<const uint4*>(key + k),
-                  high = *reinterpret_cast<const uint4*>(key + k + 8);
-      const float* qk = q + k;
-      lanes[0] = lanes[0] + qk[0] * __uint_as_float(low.x << 16);
-      lanes[1] = lanes[1] + qk[1] * __uint_as_float(low.x & 0xffff0000u);
-      lanes[2] = lanes[2] + qk[2] * __uint_as_float(low.y << 16);
-      lanes[3] = lanes[3] + qk[3] * __uint_as_float(low.y & 0xffff0000u);
-      lanes[4] = lanes[4] + qk[4] * __uint_as_float(low.z << 16);
-      lanes[5] = lanes[5] + qk[5] * __uint_as_float(low.z & 0xffff0000u);
-      lanes[6] = lanes[6] + qk[6] * __uint_as_float(low.w << 16);
-      lanes[7] = lanes[7] + qk[7] * __uint_as_float(low.w & 0xffff0000u);
-      lanes[8] = lanes[8] + qk[8] * __uint_as_float(high.x << 16);
-      lanes[9] = lanes[9] + qk[9] * __uint_as_float(high.x & 0xffff0000u);
-      lanes[10] = lanes[10] + qk[10] * __uint_as_float(high.y << 16);
-      lanes[11] = lanes[11] + qk[11] * __uint_as_float(high.y & 0xffff0000u);
-      lanes[12] = lanes[12] + qk[12] * __uint_as_float(high.z << 16);
-      lanes[13] = lanes[13] + qk[13] * __uint_as_float(high.z & 0xffff0000u);
-      lanes[14] = lanes[14] + qk[14] * __uint_as_float(high.w << 16);
-      lanes[15] = lanes[15] + qk[15] * __uint_as_float(high.w & 0xffff0000u);
+      bf16x8_values(*reinterpret_cast<const uint4*>(key + k), kv);
     } else {
 #pragma unroll
-      for (int l = 0; l < kLanes; ++l) lanes[l] = lanes[l] + q[k + l] * bf16_value(key[k + l]);
-    }
-  }
-#pragma unroll
-  for (int l = 0; l < kLanes; ++l)
-    if (k + l < dim) lanes[l] = lanes[l] + q[k + l] * bf16_value(key[k + l]);
-#pragma unroll
-  for (int l = 0; l < 8; ++l) lanes[l] = lanes[l] + lanes[l + 8];
-#pragma unroll
-  for (int l = 0; l < 4; ++l) lanes[l] = lanes[l] + lanes[l + 4];
-  lanes[0] = lanes[0] + lanes[2];
-  lanes[1] = lanes[1] + lanes[3];
-  return lanes[0] + lanes[1];
-}
-
-// Loads the row's group of query heads as fp32 into shared memory, finds each key's and value's cache row
-// once (rows[j], rows[kPart + j]) and scores the partition's keys: scores[h * kPart + j] for key position
-// base + j (only visible keys are written).
-__device__ void score_partition(const Params& params, const RowKeys& row, int64_t r, int kv_head,
-                                int64_t base, int64_t lo, int64_t hi, float* q_shared, float* scores,
-                                const uint16_t** rows) {
-  const int dim = params.head_dim;
-  const uint16_t* q = params.q + r * params.q_stride + static_cast<int64_t>(kv_head) * params.group * dim;
-  for (int i = threadIdx.x; i < params.group * dim; i += kThreads) q_shared[i] = bf16_value(q[i]);
-  const int j = threadIdx.x % kPart;
-  const int64_t position = base + j;
-  const bool visible = position >= lo && position <= hi;
-  if (visible && threadIdx.x < kPart) {
-    rows[j] = cache_row(row.segment.keys, row, params.kv_heads, kv_head, dim, position);
-    rows[kPart + j] = cache_row(row.segment.values, row, params.kv_heads, kv_head, dim, position);
-  }
-  __syncthreads();
-  if (!visible) return;
-  const uint16_t* key = rows[j];
-  for (int h = threadIdx.x / kPart; h < params.group; h += kThreads / kPart)
-    scores[h * kPart + j] = params.scale * (params.vector ? dot_lanes<true>(q_shared + h * dim, key, dim)
-                                                          : dot_lanes<false>(q_shared + h * dim, key, dim));
-}
-
-struct Partition {
-  int64_t r, base, lo, hi;
-  int kv_head, jrel;
-  bool live;
-};
-
-__device__ Partition partition_of(const Params& params, const RowKeys& row) {
-  Partition part;
-  part.r = blockIdx.z;
-  part.kv_head = blockIdx.y;
-  part.jrel = blockIdx.x;
-  part.live = part.jrel < row.parts;
-  part.base = (row.first / kPart + part.jrel) * kPart;
-  part.lo = max(part.base, row.first);
-  part.hi = min(part.base + kPart - 1, row.position);
-  return part;
-}
-
-__global__ void stats_kernel(Params params) {
-  extern __shared__ float shared[];
-  __shared__ const uint16_t* rows[2 * kPart];
-  const RowKeys row = row_keys(params, blockIdx.z);
-  const Partition part = partition_of(params, row);
-  if (!part.live) return;
-  float* scores = shared + params.group * params.head_dim;
-  score_partition(params, row, part.r, part.kv_head, part.base, part.lo, part.hi, shared, scores, rows);
-  __syncthreads();
-  for (int h = threadIdx.x; h < params.group; h += kThreads) {
-    const float* s = scores + h * kPart;
-    float top = -INFINITY;
-    for (int64_t p = part.lo; p <= part.hi; ++p) top = top < s[p - part.base] ? s[p - part.base] : top;
-    float total = 0.0f;
-    for (int64_t p = part.lo; p <= part.hi; ++p) total = total + expf(s[p - part.base] - top);
-    const int64_t head = static_cast<int64_t>(part.kv_head) * params.group + h;
-    params.stats[(part.r * params.heads + head) * params.span + part.jrel] = make_float2(top, total);
-  }
-}
-
-__global__ void values_kernel(Params params) {
-  extern __shared__ float shared[];
-  __shared__ float head_max[128], head_sum[128];
-  __shared__ const uint16_t* rows[2 * kPart];
-  const RowKeys row = row_keys(params, blockIdx.z);
-  const Partition part = partition_of(params, row);
-  if (!part.live) return;
-  const int dim = params.head_dim;
-  float* scores = shared + params.group * dim;
-  score_partition(params, row, part.r, part.kv_head, part.base, part.lo, part.hi, shared, scores, rows);
-  for (int h = threadIdx.x; h < params.group; h += kThreads) {
-    const int64_t head = static_cast<int64_t>(part.kv_head) * params.group + h;
-    const float2* stats = params.stats + (part.r * params.heads + head) * params.span;
-    float top = -INFINITY;
-    for (int64_t j = 0; j < row.parts; ++j) top = top < stats[j].x ? stats[j].x : top;
-    float total = 0.0f;
-    for (int64_t j = 0; j < row.parts; ++j) total = total + stats[j].y * expf(stats[j].x - top);
-    head_max[h] = top;
-    head_sum[h] = total;
-  }
-  __syncthreads();
-  for (int i = threadIdx.x; i < params.group * kPart; i += kThreads) {
-    const int h = i / kPart;
-    const int64_t position = part.base + i % kPart;
-    if (position >= part.lo && position <= part.hi)
-      scores[i] = round_bf16(expf(scores[i] - head_max[h]) / head_sum[h]);
-  }
-  __syncthreads();
-  // Four outputs per pass keep four independent sums in flight; each still adds its keys in position order.
-  const int outputs = params.group * dim;
-  const int64_t head0 = static_cast<int64_t>(part.kv_head) * params.group;
-  for (int first = threadIdx.x; first < outputs; first += 4 * kThreads) {
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    int head[4], d[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int o = min(first + i * kThreads, outputs - 1);
-      head[i] = o / dim;
-      d[i] = o % dim;
-    }
-    for (int64_t p = part.lo; p <= part.hi; ++p) {
-      const int j = static_cast<int>(p - part.base);
-      const uint16_t* value = rows[kPart + j];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) acc[i] = acc[i] + scores[head[i] * kPart + j] * bf16_value(value[d[i]]);
+      for (int e = 0; e < kHalfLanes; ++e) kv[e] = k + e < dim ? bf16_value(key[k + e]) : 0.0f;
     }
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
-      if (first + i * kThreads < outputs)
-        params.partial[((part.r * params.heads + head0 + head[i]) * params.span + part.jrel) * dim + d[i]] =
-            acc[i];
+    for (int h = 0; h < H; ++h) {
+      if (h < count) {
+        const float* q = q_shared + h * dim + k;
+        if constexpr (kVector) {
+          const float4 a = *reinterpret_cast<const float4*>(q), b = *reinterpret_cast<const float4*>(q + 4);
+          const float qv[kHalfLanes] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+          for (int e = 0; e < kHalfLanes; ++e) lanes[h][e] = lanes[h][e] + qv[e] * kv[e];
+        } else {
+#pragma unroll
+          for (int e = 0; e < kHalfLanes; ++e)
+            if (k + e < dim) lanes[h][e] = lanes[h][e] + q[e] * kv[e];
+        }
+      }
+    }
   }
 }
 
-__global__ void merge_kernel(Params params) {
-  const int64_t r = blockIdx.y;
-  const int head = blockIdx.x;
+// The dot's tree 8, 4, 2, 1 with lanes l and l + 8 in neighbouring threads (the even one has lanes 0..7);
+// the sum is valid in the even thread. Every thread of the warp must call it.
+__device__ float finish_dot(const float (&lanes)[kHalfLanes]) {
+  float sum[kHalfLanes];
+#pragma unroll
+  for (int l = 0; l < kHalfLanes; ++l) sum[l] = lanes[l] + __shfl_down_sync(kFullMask, lanes[l], 1);
+#pragma unroll
+  for (int l = 0; l < 4; ++l) sum[l] = sum[l] + sum[l + 4];
+  sum[0] = sum[0] + sum[2];
+  sum[1] = sum[1] + sum[3];
+  return sum[0] + sum[1];
+}
+
+// One block per (partition, kv head and chunk of its query heads, row); two threads per key position.
+template <int H, bool kVector>
+__global__ void __launch_bounds__(kThreads) score_kernel(Params params) {
+  extern __shared__ float4 dynamic_shared[];
+  float* q_shared = reinterpret_cast<float*>(dynamic_shared);  // [H][head_dim]
+  __shared__ float scores[H][kPart];
+  const int64_t r = blockIdx.z, jrel = blockIdx.x;
   const RowKeys row = row_keys(params, r);
-  const float* partial = params.partial + (r * params.heads + head) * params.span * params.head_dim;
-  uint16_t* out = params.out + r * params.out_stride + static_cast<int64_t>(head) * params.head_dim;
-  for (int d = threadIdx.x; d < params.head_dim; d += kThreads) {
-    float total = partial[d];
-    for (int64_t j = 1; j < row.parts; ++j) total = total + partial[j * params.head_dim + d];
-    out[d] = bf16_bits(total);
+  if (jrel >= row.parts) return;
+  const HeadChunk chunk = head_chunk(params, blockIdx.y, H);
+  const Window w = window_of(row, jrel);
+  const int dim = params.head_dim;
+  load_queries(params, r, chunk, q_shared);
+  __syncthreads();
+  const int j = static_cast<int>(threadIdx.x) / 2, half = static_cast<int>(threadIdx.x) % 2;
+  const bool visible = w.visible(w.base + j);
+  float lanes[H][kHalfLanes];
+#pragma unroll
+  for (int h = 0; h < H; ++h)
+#pragma unroll
+    for (int e = 0; e < kHalfLanes; ++e) lanes[h][e] = 0.0f;
+  if (visible)
+    half_lanes<H, kVector>(q_shared,
+                           cache_row(row.segment.keys, row, params.kv_heads, chunk.kv_head, dim, w.base + j),
+                           dim, half, chunk.count, lanes);
+  const int64_t head0 = r * params.heads + chunk.first;  // the chunk's first (row, head) in the scratch
+#pragma unroll
+  for (int h = 0; h < H; ++h) {
+    if (h < chunk.count) {  // the same for the whole block: every thread takes part in the shuffles
+      const float s = params.scale * finish_dot(lanes[h]);
+      if (half == 0 && visible) {
+        scores[h][j] = s;
+        params.scores[((head0 + h) * params.span + jrel) * kPart + j] = s;
+      }
+    }
   }
+  __syncthreads();
+  const int first = static_cast<int>(w.lo - w.base), n = static_cast<int>(w.hi - w.lo + 1);
+  for (int h = static_cast<int>(threadIdx.x) / 32; h < chunk.count; h += kWarps) {
+    const float* s = scores[h] + first;
+    const float top = ordered_max([&](int k) { return s[k]; }, n);
+    const float total = ordered_sum([&](int k) { return expf(s[k] - top); }, n);
+    if (threadIdx.x % 32 == 0) params.stats[(head0 + h) * params.span + jrel] = make_float2(top, total);
+  }
+}
+
+// m and l of one (row, head): its partitions' (max, sum exp) merged in partition order; a warp's call.
+__device__ float2 normalizer(const Params& params, int64_t row_head, int parts) {
+  const float2* stats = params.stats + row_head * params.span;
+  const float m = ordered_max([&](int k) { return stats[k].x; }, parts);
+  return make_float2(m, ordered_sum([&](int k) { return stats[k].y * expf(stats[k].x - m); }, parts));
+}
+
+// Split rows' m and l, made once per (row, head) for all their values blocks: a warp per head.
+__global__ void __launch_bounds__(kThreads) normalize_kernel(Params params) {
+  const int64_t r = blockIdx.y;
+  const int head = static_cast<int>(blockIdx.x) * kWarps + static_cast<int>(threadIdx.x) / 32;
+  if (head >= params.heads) return;
+  const float2 norm =
+      normalizer(params, r * params.heads + head, static_cast<int>(row_keys(params, r).parts));
+  if (threadIdx.x % 32 == 0) params.norms[r * params.heads + head] = norm;
+}
+
+// m and l of the chunk's heads: merged here for whole rows (few partitions), read for split ones.
+__device__ void normalizers(const Params& params, const RowKeys& row, int64_t head0, int count, float* top,
+                            float* total) {
+  if (!params.whole) {
+    for (int h = static_cast<int>(threadIdx.x); h < count; h += kThreads) {
+      top[h] = params.norms[head0 + h].x;
+      total[h] = params.norms[head0 + h].y;
+    }
+    return;
+  }
+  for (int h = static_cast<int>(threadIdx.x) / 32; h < count; h += kWarps) {
+    const float2 norm = normalizer(params, head0 + h, static_cast<int>(row.parts));
+    if (threadIdx.x % 32 == 0) {
+      top[h] = norm.x;
+      total[h] = norm.y;
+    }
+  }
+}
+
+// One block per (partition or whole row, kv head, chunk of its heads and strip of columns, row).
+template <int H, bool kVector>
+__global__ void __launch_bounds__(kThreads) values_kernel(Params params) {
+  __shared__ __align__(16) float weights[H][kPart];
+  __shared__ __align__(16) uint16_t tile[kPart][kColumns];
+  __shared__ float top[H], total[H];
+  const int64_t r = blockIdx.z;
+  const RowKeys row = row_keys(params, r);
+  const int64_t begin = params.whole ? 0 : blockIdx.x, end = params.whole ? row.parts : begin + 1;
+  if (begin >= row.parts) return;
+  const HeadChunk chunk = head_chunk(params, static_cast<int>(blockIdx.y) / params.column_chunks, H);
+  const int column0 = static_cast<int>(blockIdx.y) % params.column_chunks * kColumns;
+  const int dim = params.head_dim, d = column0 + static_cast<int>(threadIdx.x);
+  const int64_t head0 = r * params.heads + chunk.first;
+  normalizers(params, row, head0, chunk.count, top, total);
+  float out[H] = {};
+  for (int64_t jrel = begin; jrel < end; ++jrel) {
+    __syncthreads();  // m and l are in; the last partition's weights and values are used
+    const Window w = window_of(row, jrel);
+    stage_weights<H>(params, head0, jrel, w, chunk.count, top, total, weights);
+    stage_values<kVector>(params, row, chunk.kv_head, w, column0, tile);
+    __syncthreads();
+    float acc[H];
+    accumulate<H>(weights, tile, static_cast<int>(w.lo - w.base), static_cast<int>(w.hi - w.base),
+                  chunk.count, acc);
+    if (d >= dim) continue;
+#pragma unroll
+    for (int h = 0; h < H; ++h) {
+      if (h >= chunk.count) continue;
+      if (params.whole)
+        out[h] = jrel == 0 ? acc[h] : out[h] + acc[h];  // partitions added in order, as merge_kernel does
+      else
+        params.partial[((head0 + h) * params.span + jrel) * dim + d] = acc[h];
+    }
+  }
+  if (!params.whole || d >= dim) return;
+#pragma unroll
+  for (int h = 0; h < H; ++h)
+    if (h < chunk.count)
+      params.out[r * params.out_stride + static_cast<int64_t>(chunk.first + h) * dim + d] = bf16_bits(out[h]);
+}
+
+// The split partials of each (row, head, column) added in partition order.
+__global__ void __launch_bounds__(kThreads) merge_kernel(Params params) {
+  const int64_t r = blockIdx.y;
+  const int head = static_cast<int>(blockIdx.x) / params.column_chunks;
+  const int d =
+      static_cast<int>(blockIdx.x) % params.column_chunks * kColumns + static_cast<int>(threadIdx.x);
+  if (d >= params.head_dim) return;
+  const RowKeys row = row_keys(params, r);
+  const float* partial = params.partial + (r * params.heads + head) * params.span * params.head_dim + d;
+  float total = partial[0];
+  for (int64_t j = 1; j < row.parts; ++j) total = total + partial[j * params.head_dim];
+  params.out[r * params.out_stride + static_cast<int64_t>(head) * params.head_dim + d] = bf16_bits(total);
+}
+
+using Kernel = void (*)(Params);
+
+template <int H>
+Kernel score_kernel_of(bool vector) {
+  return vector ? score_kernel<H, true> : score_kernel<H, false>;
+}
+
+template <int H>
+Kernel values_kernel_of(bool vector) {
+  return vector ? values_kernel<H, true> : values_kernel<H, false>;
 }
 
 // Partitions a row can span: every position below `end` for a global layer, the window for a sliding one.
@@ -252,8 +244,16 @@ int span_for(int64_t end, int64_t window) {
   return static_cast<int>(span);
 }
 
+bool whole_rows(int span) {
+  return span <= kWholeSpan;
+}
+
+// Scratch per row: stats and scores per partition, and for split rows m and l and the partials.
 size_t bytes_per_row(const AttentionArgs& launch, int span) {
-  return static_cast<size_t>(launch.heads) * span * (launch.head_dim * sizeof(float) + sizeof(float2));
+  const size_t heads = static_cast<size_t>(launch.heads);
+  if (whole_rows(span)) return heads * span * (sizeof(float2) + kPart * sizeof(float));
+  return heads *
+         (span * (sizeof(float2) + kPart * sizeof(float) + launch.head_dim * sizeof(float)) + sizeof(float2));
 }
 
 int64_t max_end(const AttentionArgs& launch) {
@@ -262,18 +262,74 @@ int64_t max_end(const AttentionArgs& launch) {
   return end;
 }
 
-cudaError_t run_chunk(Params& params, cudaStream_t stream) {
-  const size_t shared = static_cast<size_t>(params.group) * (params.head_dim + kPart) * sizeof(float);
-  for (auto kernel : {stats_kernel, values_kernel}) {
+struct DeviceLimits {
+  int64_t blocks_wanted;  // enough blocks to fill every multiprocessor twice
+  size_t shared_optin;    // dynamic shared memory a block may ask for
+};
+
+cudaError_t device_limits(DeviceLimits& limits) {
+  int device = 0, multiprocessors = 0, shared = 0;
+  cudaError_t code = cudaGetDevice(&device);
+  if (code == cudaSuccess)
+    code = cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);
+  if (code == cudaSuccess)
+    code = cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  limits.blocks_wanted = 2 * int64_t{multiprocessors};
+  limits.shared_optin = static_cast<size_t>(shared);
+  return code;
+}
+
+// Query heads per block: the most of 16 and 4 (up to `most`) that still gives the blocks wanted, since a
+// larger chunk reads each key or value row once for more heads; else 1.
+int heads_per_block(int group, int64_t blocks_per_head_chunk, int64_t wanted, int most) {
+  for (int heads : {16, 4})
+    if (heads <= most && heads <= group && blocks_per_head_chunk * ((group + heads - 1) / heads) >= wanted)
+      return heads;
+  return 1;
+}
+
+cudaError_t run_chunk(Params params, const DeviceLimits& limits, cudaStream_t stream) {
+  const auto rows = static_cast<unsigned>(params.rows);
+  const auto q_bytes = [&](int heads) {
+    return static_cast<size_t>(heads) * params.head_dim * sizeof(float);
+  };
+  const auto block_bytes = [&](int heads) { return q_bytes(heads) + heads * kPart * sizeof(float); };
+  int most = 16;
+  while (most > 1 && block_bytes(most) > limits.shared_optin) most = most == 16 ? 4 : 1;
+  if (block_bytes(most) > limits.shared_optin) return cudaErrorInvalidValue;
+  const int score_heads = heads_per_block(params.group, int64_t{params.span} * params.kv_heads * rows,
+                                          limits.blocks_wanted, most);
+  params.head_chunks = (params.group + score_heads - 1) / score_heads;
+  const Kernel score = score_heads == 16  ? score_kernel_of<16>(params.rows_vector)
+                       : score_heads == 4 ? score_kernel_of<4>(params.rows_vector)
+                                          : score_kernel_of<1>(params.rows_vector);
+  const size_t shared = q_bytes(score_heads);
+  if (block_bytes(score_heads) > size_t{48} << 10) {  // beyond the default, static memory included
     const cudaError_t code =
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared));
+        cudaFuncSetAttribute(score, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared));
     if (code != cudaSuccess) return code;
   }
-  const dim3 grid(params.span, params.kv_heads, static_cast<unsigned>(params.rows));
-  stats_kernel<<<grid, kThreads, shared, stream>>>(params);
-  values_kernel<<<grid, kThreads, shared, stream>>>(params);
-  merge_kernel<<<dim3(params.heads, static_cast<unsigned>(params.rows)), kThreads, 0, stream>>>(params);
+  const auto kv_heads = static_cast<unsigned>(params.kv_heads);
+  score<<<dim3(params.span, kv_heads * params.head_chunks, rows), kThreads, shared, stream>>>(params);
+
+  if (!params.whole)
+    normalize_kernel<<<dim3((params.heads + kWarps - 1) / kWarps, rows), kThreads, 0, stream>>>(params);
+  const unsigned value_parts = params.whole ? 1 : params.span;
+  const int values_heads = heads_per_block(
+      params.group, int64_t{value_parts} * kv_heads * params.column_chunks * rows, limits.blocks_wanted, 16);
+  params.head_chunks = (params.group + values_heads - 1) / values_heads;
+  const Kernel values = values_heads == 16  ? values_kernel_of<16>(params.rows_vector)
+                        : values_heads == 4 ? values_kernel_of<4>(params.rows_vector)
+                                            : values_kernel_of<1>(params.rows_vector);
+  values<<<dim3(value_parts, kv_heads * params.head_chunks * params.column_chunks, rows), kThreads, 0,
+           stream>>>(params);
+  if (!params.whole)
+    merge_kernel<<<dim3(params.heads * params.column_chunks, rows), kThreads, 0, stream>>>(params);
   return cudaGetLastError();
+}
+
+bool aligned16(const void* pointer) {
+  return reinterpret_cast<uintptr_t>(pointer) % 16 == 0;
 }
 
 }  // namespace
@@ -290,7 +346,9 @@ size_t attention_scratch_bytes(const AttentionArgs& launch) {
 cudaError_t launch_attention(const AttentionArgs& launch, void* scratch, size_t scratch_bytes,
                              cudaStream_t stream) {
   if (launch.rows == 0) return cudaSuccess;
-  if (launch.heads / launch.kv_heads > 128) return cudaErrorInvalidValue;
+  if (launch.heads / launch.kv_heads > kMaxGroup) return cudaErrorInvalidValue;
+  DeviceLimits limits{};
+  if (const cudaError_t code = device_limits(limits); code != cudaSuccess) return code;
   const int span = span_for(max_end(launch), launch.window);
   const int64_t chunk_limit =
       std::min<int64_t>(kMaxChunkRows, std::max<size_t>(1, scratch_bytes / bytes_per_row(launch, span)));
@@ -302,12 +360,18 @@ cudaError_t launch_attention(const AttentionArgs& launch, void* scratch, size_t 
   params.window = launch.window;
   params.scale = launch.scale;
   params.span = span;
-  params.vector = launch.head_dim % 8 == 0;
+  params.column_chunks = (params.head_dim + kColumns - 1) / kColumns;
+  params.whole = whole_rows(span);
+  params.rows_vector = launch.head_dim % 8 == 0;
   for (int64_t s = 0; s < launch.segment_count; ++s)
-    params.vector = params.vector && reinterpret_cast<uintptr_t>(launch.segments[s].keys) % 16 == 0;
+    params.rows_vector =
+        params.rows_vector && aligned16(launch.segments[s].keys) && aligned16(launch.segments[s].values);
+  params.q_vector = launch.head_dim % 8 == 0 && launch.q_stride % 8 == 0 && aligned16(launch.q);
+  const size_t partitions = static_cast<size_t>(chunk_limit) * launch.heads * span;
   params.stats = static_cast<float2*>(scratch);
-  params.partial = reinterpret_cast<float*>(
-      static_cast<char*>(scratch) + static_cast<size_t>(chunk_limit) * launch.heads * span * sizeof(float2));
+  params.norms = params.stats + partitions;
+  params.scores = reinterpret_cast<float*>(params.norms + (params.whole ? 0 : chunk_limit * launch.heads));
+  params.partial = params.scores + partitions * kPart;
   int64_t segment = 0, segment_row = 0;  // the next row to place: segment index and row within it
   while (segment < launch.segment_count) {
     const int64_t chunk_first = launch.segments[segment].first_row + segment_row;
@@ -333,7 +397,7 @@ cudaError_t launch_attention(const AttentionArgs& launch, void* scratch, size_t 
     params.positions = launch.positions + chunk_first;
     params.out = launch.out + chunk_first * launch.out_stride;
     params.out_stride = launch.out_stride;
-    const cudaError_t code = run_chunk(params, stream);
+    const cudaError_t code = run_chunk(params, limits, stream);
     if (code != cudaSuccess) return code;
   }
   return cudaSuccess;

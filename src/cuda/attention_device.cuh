@@ -1,0 +1,225 @@
+#pragma once
+// The attention kernels' pieces (k_attention.cu): launch parameters, a row's keys and partitions, the blocks'
+// query heads, the values blocks' staging and sums, and warp steps that give the bits of a plain loop in
+// order.
+#include <cstddef>
+#include <cstdint>
+
+#include "cuda/bf16.cuh"
+
+namespace plumb::cuda::attention {
+
+constexpr int kPart = 64;
+constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
+constexpr int kLanes = 16;
+constexpr int kHalfLanes = kLanes / 2;  // the score kernel's two threads per key hold 8 dot lanes each
+constexpr int kColumns = kThreads;      // output columns per values block, one per thread
+constexpr int kMaxGroup = 128;
+constexpr int kWholeSpan = 8;  // rows spanning up to this many partitions walk them in one values block
+constexpr int kMaxSegments = 16;
+constexpr int64_t kMaxChunkRows = 65535;
+constexpr size_t kScratchCap = size_t{256} << 20;
+static_assert(kThreads == 2 * kPart, "the score kernel gives each key position of a partition two threads");
+static_assert(kColumns == kThreads, "a values block stages one column per thread");
+
+struct SegmentEntry {
+  int64_t first_row;  // relative to the chunk
+  int64_t rows;
+  const uint16_t* keys;
+  const uint16_t* values;
+  int64_t capacity;
+};
+
+struct Params {
+  const uint16_t* q;
+  int64_t q_stride;
+  const int32_t* positions;
+  uint16_t* out;
+  int64_t out_stride;
+  int64_t rows;
+  int heads, kv_heads, group, head_dim;
+  int64_t window;
+  float scale;
+  int span;
+  int head_chunks;    // blocks per kv head's query group in the kernel being launched
+  int column_chunks;  // values and merge blocks per head: head_dim / kColumns rounded up
+  bool whole;         // values blocks walk all their row's partitions and write out themselves
+  bool rows_vector;   // key and value rows start 16-byte aligned and head_dim % 8 == 0
+  bool q_vector;      // query rows too
+  float2* stats;      // [rows, heads, span]: (max, sum exp(s - max)) per partition
+  float2* norms;      // [rows, heads]: (m, l) of split rows
+  float* scores;      // [rows, heads, span, kPart]: scale * (q · k) per visible key
+  float* partial;     // [rows, heads, span, head_dim]: sum p_j v_j per partition (split only)
+  int segment_count;
+  SegmentEntry segments[kMaxSegments];
+};
+
+struct RowKeys {
+  SegmentEntry segment;
+  int64_t position;
+  int64_t first;  // the row's first visible key position
+  int64_t parts;  // partitions from first / kPart to position / kPart
+};
+
+__device__ inline RowKeys row_keys(const Params& params, int64_t r) {
+  int s = 0;
+  while (s + 1 < params.segment_count && r >= params.segments[s + 1].first_row) ++s;
+  RowKeys row;
+  row.segment = params.segments[s];
+  row.position = params.positions[r];
+  row.first = params.window > 0 ? max(int64_t{0}, row.position - params.window + 1) : 0;
+  row.parts = row.position / kPart - row.first / kPart + 1;
+  return row;
+}
+
+__device__ __forceinline__ const uint16_t* cache_row(const uint16_t* cache, const RowKeys& row, int kv_heads,
+                                                     int kv_head, int head_dim, int64_t position) {
+  return cache + ((position % row.segment.capacity) * kv_heads + kv_head) * static_cast<int64_t>(head_dim);
+}
+
+// Partition jrel of a row: positions base .. base + kPart - 1, of which lo .. hi are visible.
+struct Window {
+  int64_t base, lo, hi;
+  __device__ bool visible(int64_t position) const { return position >= lo && position <= hi; }
+};
+
+__device__ inline Window window_of(const RowKeys& row, int64_t jrel) {
+  Window w;
+  w.base = (row.first / kPart + jrel) * kPart;
+  w.lo = max(w.base, row.first);
+  w.hi = min(w.base + kPart - 1, row.position);
+  return w;
+}
+
+// The block's query heads: `count` heads of kv head `kv_head`'s group from absolute head `first`.
+struct HeadChunk {
+  int kv_head, first, count;
+};
+
+__device__ inline HeadChunk head_chunk(const Params& params, int index, int per_block) {
+  HeadChunk chunk;
+  chunk.kv_head = index / params.head_chunks;
+  const int in_group = index % params.head_chunks * per_block;
+  chunk.first = chunk.kv_head * params.group + in_group;
+  chunk.count = min(per_block, params.group - in_group);
+  return chunk;
+}
+
+// The partition's p_j = bf16(exp(s_j - m) / l) for the chunk's heads, from the stored scores.
+template <int H>
+__device__ void stage_weights(const Params& params, int64_t head0, int64_t jrel, const Window& w, int count,
+                              const float* top, const float* total, float (&weights)[H][kPart]) {
+  for (int i = static_cast<int>(threadIdx.x); i < count * kPart; i += kThreads) {
+    const int h = i / kPart, jj = i % kPart;
+    if (w.visible(w.base + jj))
+      weights[h][jj] = round_bf16(
+          expf(params.scores[((head0 + h) * params.span + jrel) * kPart + jj] - top[h]) / total[h]);
+  }
+}
+
+// The partition's visible value rows, columns column0 .. column0 + kColumns - 1, into shared memory.
+template <bool kVector>
+__device__ void stage_values(const Params& params, const RowKeys& row, int kv_head, const Window& w,
+                             int column0, uint16_t (&tile)[kPart][kColumns]) {
+  const int dim = params.head_dim;
+  if constexpr (kVector) {
+    constexpr int kPieces = kColumns / 8;
+#pragma unroll
+    for (int step = 0; step < kPart * kPieces / kThreads; ++step) {
+      const int i = step * kThreads + static_cast<int>(threadIdx.x), jj = i / kPieces, c = i % kPieces * 8;
+      if (w.visible(w.base + jj) && column0 + c < dim)
+        *reinterpret_cast<uint4*>(&tile[jj][c]) = *reinterpret_cast<const uint4*>(
+            cache_row(row.segment.values, row, params.kv_heads, kv_head, dim, w.base + jj) + column0 + c);
+    }
+  } else {
+#pragma unroll 8
+    for (int jj = 0; jj < kPart; ++jj) {
+      const int c = static_cast<int>(threadIdx.x);  // kColumns == kThreads
+      if (w.visible(w.base + jj) && column0 + c < dim)
+        tile[jj][c] =
+            cache_row(row.segment.values, row, params.kv_heads, kv_head, dim, w.base + jj)[column0 + c];
+    }
+  }
+}
+
+// acc[h] = sum p_j v_j over keys first..last of the partition in order, from 0, for this thread's column.
+template <int H>
+__device__ void accumulate(const float (&weights)[H][kPart], const uint16_t (&tile)[kPart][kColumns],
+                           int first, int last, int count, float (&acc)[H]) {
+  const int c = static_cast<int>(threadIdx.x);
+#pragma unroll
+  for (int h = 0; h < H; ++h) acc[h] = 0.0f;
+  const auto one_key = [&](int jj) {
+    const float v = bf16_value(tile[jj][c]);
+#pragma unroll
+    for (int h = 0; h < H; ++h)
+      if (h < count) acc[h] = acc[h] + weights[h][jj] * v;
+  };
+  int jj = first;
+  for (; jj <= last && jj % 4 != 0; ++jj) one_key(jj);
+  // Four keys at a time read each head's four weights at once; each sum still takes its keys in order.
+  for (; jj + 3 <= last; jj += 4) {
+    const float v0 = bf16_value(tile[jj][c]), v1 = bf16_value(tile[jj + 1][c]),
+                v2 = bf16_value(tile[jj + 2][c]), v3 = bf16_value(tile[jj + 3][c]);
+#pragma unroll
+    for (int h = 0; h < H; ++h) {
+      if (h < count) {
+        const float4 p = *reinterpret_cast<const float4*>(&weights[h][jj]);
+        acc[h] = acc[h] + p.x * v0;
+        acc[h] = acc[h] + p.y * v1;
+        acc[h] = acc[h] + p.z * v2;
+        acc[h] = acc[h] + p.w * v3;
+      }
+    }
+  }
+  for (; jj <= last; ++jj) one_key(jj);
+}
+
+constexpr unsigned kFullMask = 0xffffffffu;
+
+// Eight bf16 (16 bytes, lowest address first) as fp32.
+__device__ __forceinline__ void bf16x8_values(const uint4 bits, float (&out)[8]) {
+  out[0] = __uint_as_float(bits.x << 16);
+  out[1] = __uint_as_float(bits.x & 0xffff0000u);
+  out[2] = __uint_as_float(bits.y << 16);
+  out[3] = __uint_as_float(bits.y & 0xffff0000u);
+  out[4] = __uint_as_float(bits.z << 16);
+  out[5] = __uint_as_float(bits.z & 0xffff0000u);
+  out[6] = __uint_as_float(bits.w << 16);
+  out[7] = __uint_as_float(bits.w & 0xffff0000u);
+}
+
+// The loop `top = -inf; for k: top = top < x_k ? x_k : top`. That loop ends on the earliest x_k of the
+// largest value (never a NaN; of +0 and -0 the earlier), and so does this: each thread scans a contiguous run
+// with the same step, then runs are joined left to right, the right run winning only when strictly greater.
+template <typename Value>
+__device__ float ordered_max(const Value& value, int n) {
+  const int lane = static_cast<int>(threadIdx.x % 32), run = (n + 31) / 32;
+  float top = -INFINITY;
+  for (int k = lane * run; k < min(n, (lane + 1) * run); ++k) {
+    const float x = value(k);
+    top = top < x ? x : top;
+  }
+  for (int offset = 1; offset < 32; offset *= 2) {
+    const float right = __shfl_down_sync(kFullMask, top, offset);
+    if (lane % (2 * offset) == 0) top = top < right ? right : top;
+  }
+  return __shfl_sync(kFullMask, top, 0);
+}
+
+// The loop `total = 0; for k: total = total + t_k`: the threads make 32 terms at a time and every thread
+// adds them in order.
+template <typename Term>
+__device__ float ordered_sum(const Term& term, int n) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  float total = 0.0f;
+  for (int k0 = 0; k0 < n; k0 += 32) {
+    const float t = k0 + lane < n ? term(k0 + lane) : 0.0f;
+    const int count = min(32, n - k0);
+    for (int i = 0; i < count; ++i) total = total + __shfl_sync(kFullMask, t, i);
+  }
+  return total;
+}
+
+}  // namespace plumb::cuda::attention
