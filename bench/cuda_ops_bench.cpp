@@ -221,6 +221,8 @@ int run(const std::vector<std::string>& sections) {
   if (wanted("matmul-4bit")) bench_matmuls(backend, **decode, 4, bandwidth);
   if (wanted("attention")) {
     for (int64_t rows : {1, 32}) {
+      bench_attention(backend, 16, 8, 256, 1024, 140, rows);  // a short decode context, as profiled
+      bench_attention(backend, 16, 1, 512, 0, 140, rows);
       bench_attention(backend, 16, 8, 256, 1024, 4096, rows);
       bench_attention(backend, 16, 1, 512, 0, 8192, rows);
     }
