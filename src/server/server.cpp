@@ -1,6 +1,10 @@
 #include "server/server.hpp"
 
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include <fmt/format.h>
@@ -63,6 +67,10 @@ void configure(Server::State& state) {
   // An idle connection holds a thread: it is closed as soon as a stalled request would be.
   http.set_keep_alive_timeout(std::min<time_t>(5, state.options.read_timeout_seconds));
   http.set_tcp_nodelay(true);
+  http.set_socket_options([&state](socket_t socket) {
+    httplib::default_socket_options(socket);
+    state.listen_socket = static_cast<int>(socket);
+  });
   http.set_pre_routing_handler(
       [&state](const httplib::Request& req, httplib::Response& res) { return authorize(state, req, res); });
   http.set_error_handler(
@@ -122,12 +130,17 @@ Result<int> Server::bind() {
     if (port <= 0)
       return error_at("server.bind", "address", options.host, "cannot be bound", "a local address",
                       "a bind failure");
-    return port;
-  }
-  if (!state_->http.bind_to_port(options.host, port))
+  } else if (!state_->http.bind_to_port(options.host, port)) {
     return error_at("server.bind", "address", fmt::format("{}:{}", options.host, port), "cannot be bound",
                     "a free port on a local address",
                     "a bind failure (in use, or not an address of this machine)");
+  }
+  // cpp-httplib listens with a backlog of 5, so a burst of new connections overflows the queue and some are
+  // reset; listening again on the bound socket raises the backlog to the system's limit.
+  if (state_->listen_socket >= 0 && ::listen(state_->listen_socket, SOMAXCONN) != 0)
+    return error_at("server.bind", "socket", fmt::format("{}:{}", options.host, port),
+                    "cannot raise its listen backlog", fmt::format("listen(fd, {}) == 0", SOMAXCONN),
+                    std::strerror(errno));
   return port;
 }
 

@@ -21,7 +21,8 @@ struct Server::State {
   HttpMetrics metrics;
   std::vector<int32_t> end_tokens;  // the model's eos ids: they end a reply and have no text
   httplib::Server http;
-  std::atomic<int64_t> in_flight{0};  // generation requests being answered
+  std::atomic<int> listen_socket{-1};  // the bound socket, seen by the socket-options hook (for its backlog)
+  std::atomic<int64_t> in_flight{0};   // generation requests being answered
   std::atomic<bool> draining{false};
   std::mutex stop_mutex;
   bool stopped = false;
