@@ -1,10 +1,12 @@
-// out = x · Wᵀ for up to 32 rows (decode steps and small batches): the same sums in the same order as
-// k_matmul.cu (each K split's k16 mma steps in ascending order from zero, splits added in split order, one
-// rounding to bf16 or none for f32), so a row's bits never depend on which kernel or how many rows ran it
-// (I1). Each warp streams 16 weight columns of one K split from global memory straight into mma fragments
-// (k_matmul_fragments.cuh), several 64-wide k tiles ahead in registers; x is staged once per block in shared
-// memory. With several splits, the block that finishes a column strip last (a counter per strip) adds the
-// splits' partial sums in split order, so no second launch is needed.
+// out = x · Wᵀ for up to 32 rows (decode steps and small batches) of MLX affine weights: the same sums in the
+// same order as k_matmul.cu (each K split's k16 mma steps in ascending order from zero, splits added in split
+// order, one rounding to bf16 or none for f32), so a row's bits never depend on which kernel or how many rows
+// ran it (I1). Each warp streams 16 weight columns of one K split through a ring of shared-memory slots
+// filled by cp.async several tiles ahead, and dequantizes them in registers into mma fragments
+// (k_matmul_fragments.cuh); x and the split's scales and biases are staged per block in shared memory. With
+// several splits, the block that finishes a column strip last (a counter per strip) adds the splits' partial
+// sums in split order, so no second launch is needed. bf16 weights take the tiled kernel, which streams them
+// faster at these row counts (65% against 45% of the copy bound at 1 row, measured on the H200).
 #include <algorithm>
 
 #include "cuda/k_matmul_fragments.cuh"
@@ -16,8 +18,9 @@ namespace matmul {
 
 namespace {
 
-constexpr int64_t kSegmentBytes =
-    64 * 1024;  // x staged per block at a time, so that several blocks fit an SM
+constexpr int64_t kSegmentBytes = 32 * 1024;  // x staged per block at a time, so that two blocks fit an SM
+constexpr int64_t kTableBytes = 32 * 1024;    // scale-bias table staged per block at a time
+constexpr int kTableRowWords = kDecodeWarpCols * 2;  // one warp's tile: [16 columns][2 halves]
 
 // Rows of x for k tiles [kt, kt + tiles) into shared memory (row stride row_bytes, zeros past k), then a
 // zero 16-byte row that absent rows' ldmatrix addresses point at.
@@ -39,6 +42,21 @@ __device__ void stage_x(char* shared, const DecodeParams& p, int64_t kt, int til
   copy_commit();
 }
 
+// The scale-bias table of tiles [kt, kt + tiles) for every warp's columns: row (warp * segment_tiles + tile)
+// holds [16 columns][2 halves] of scale | bias << 16, zero for halves past k (as their codes).
+__device__ void stage_scales(uint32_t* table, const DecodeParams& p, int64_t kt, int tiles) {
+  const int64_t per_warp = int64_t{tiles} * kTableRowWords;
+  for (int64_t i = threadIdx.x; i < kDecodeWarps * per_warp; i += kDecodeThreads) {
+    const int64_t warp = i / per_warp, tile = i % per_warp / kTableRowWords;
+    const int64_t column = i % kTableRowWords / 2, half = i % 2;
+    const int64_t n = min(blockIdx.x * int64_t{kDecodeBlockCols} + warp * kDecodeWarpCols + column, p.n - 1);
+    const int64_t k_half = (kt + tile) * kTileK + half * 32;
+    const int64_t e = n * p.groups + (k_half < p.k ? k_half >> p.group_shift : 0);
+    table[(warp * p.segment_tiles + tile) * kTableRowWords + column * 2 + half] =
+        k_half < p.k ? load_short(p.scales + e) | load_short(p.biases + e) << 16 : 0u;
+  }
+}
+
 // acc += x[:, tile] · W[tile columns]ᵀ for k16 step kStep of the tile.
 template <int kBits, int kMTiles, int kStep>
 __device__ __forceinline__ void multiply_step(const WeightTile<kBits>& tile,
@@ -58,12 +76,7 @@ __device__ __forceinline__ void multiply_step(const WeightTile<kBits>& tile,
 #pragma unroll
   for (int j = 0; j < kDecodeNTiles; ++j) {
     uint32_t b0 = 0, b1 = 0;
-    if constexpr (kBits == 0) {
-      b0 = tile.word[j][kStep][0];
-      b1 = tile.word[j][kStep][1];
-    } else if (step_present) {
-      affine_fragment<kBits, kStep>(tile, j, halves[j][kStep / 2], b0, b1);
-    }
+    if (step_present) affine_fragment<kBits, kStep>(tile, j, halves[j][kStep / 2], b0, b1);
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) mma_bf16(acc[mt][j], a[mt], b0, b1);
   }
@@ -74,12 +87,12 @@ template <int kBits, int kMTiles>
 __device__ __forceinline__ void multiply_tile(const WeightTile<kBits>& tile, const DecodeParams& p,
                                               const char* shared, int row_bytes, int64_t kt, int local,
                                               float (&acc)[kMTiles][kDecodeNTiles][4]) {
-  HalfRow<kBits> halves[kDecodeNTiles][2] = {};
-  if constexpr (kBits != 0) {
+  // With groups of 64 or more both halves of a tile share one scale and bias.
+  HalfRow<kBits> halves[kDecodeNTiles][2];
 #pragma unroll
-    for (int j = 0; j < kDecodeNTiles; ++j)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) halves[j][h] = half_row<kBits>(tile.scale_bias[j][h]);
+  for (int j = 0; j < kDecodeNTiles; ++j) {
+    halves[j][0] = half_row<kBits>(tile.scale_bias[j][0]);
+    halves[j][1] = p.group_shift >= 6 ? halves[j][0] : half_row<kBits>(tile.scale_bias[j][1]);
   }
   multiply_step<kBits, kMTiles, 0>(tile, halves, p, shared, row_bytes, kt, local, acc);
   multiply_step<kBits, kMTiles, 1>(tile, halves, p, shared, row_bytes, kt, local, acc);
@@ -115,13 +128,9 @@ __device__ void reduce_if_last(const DecodeParams& p) {
   if (threadIdx.x == 0) p.counters[blockIdx.x] = 0u;
 }
 
-// Two blocks per SM where the ring fits 128 registers; 8-bit codes for 32 rows need more.
 template <int kBits, int kMTiles>
-constexpr int kBlocksPerSm = kBits == 8 && kMTiles == 2 ? 1 : 2;
-
-template <int kBits, int kMTiles, int kDepth>
-__global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<kBits, kMTiles>))
-    decode_kernel(DecodeParams p) {
+__global__ void __launch_bounds__(kDecodeThreads, 2) decode_kernel(DecodeParams p) {
+  constexpr int kSlots = kRingSlots<kBits>;
   extern __shared__ __align__(16) char shared[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kDecodeBlockCols + warp * kDecodeWarpCols;
@@ -129,39 +138,41 @@ __global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<kBits, kMTiles>)
   const int64_t kt0 = split * p.tiles_per_split;
   const int tiles = static_cast<int>(min(kt0 + p.tiles_per_split, p.k_tiles) - kt0);
   const int row_bytes = p.segment_tiles * 128 + 16;
-  const ColumnBase columns = column_base(p, col0, kBits != 0);
-  // Tiles below full_tiles need no k predicates; 4-bit codes for 32 rows keep the predicated loads, as the
-  // column bases would not fit beside the ring in 128 registers.
-  const int64_t full_tiles = kBits == 4 && kMTiles == 2 ? 0 : p.k / kTileK;
-  const auto load = [&](WeightTile<kBits>& tile, int64_t kt) {
-    if (kt < full_tiles) {
-      load_full_tile<kBits>(tile, p, columns, kt);
-    } else {
-      load_tile<kBits>(tile, p, col0, kt);
-    }
-  };
-  WeightTile<kBits> ring[kDepth];
+  // Shared memory: the codes ring ([warps][slots][slot bytes]), the scale-bias table, then x.
+  char* ring = shared + warp * kSlots * kSlotBytes<kBits>;
+  uint32_t* table = reinterpret_cast<uint32_t*>(shared + kDecodeWarps * kSlots * kSlotBytes<kBits>);
+  char* x_rows = reinterpret_cast<char*>(table + kDecodeWarps * p.segment_tiles * kTableRowWords);
+  // One commit group per tile (empty past the split), so tile t's copy is done once kSlots - 2 are pending.
 #pragma unroll
-  for (int i = 0; i < kDepth; ++i)
-    if (i < tiles) load(ring[i], kt0 + i);
+  for (int i = 0; i < kSlots - 1; ++i) {
+    if (i < tiles) copy_codes<kBits>(ring + i * kSlotBytes<kBits>, p, col0, kt0 + i);
+    copy_commit();
+  }
   float acc[kMTiles][kDecodeNTiles][4] = {};
   int segment = 0;  // the first tile of the x segment in shared memory
-  for (int base = 0; base < tiles; base += kDepth) {
-    if (base == 0 || base == segment + p.segment_tiles) {
-      if (base > 0) __syncthreads();
-      segment = base;
-      stage_x(shared, p, kt0 + base, min(p.segment_tiles, tiles - base), row_bytes);
+  for (int t = 0; t < tiles; ++t) {
+    if (t == 0 || t == segment + p.segment_tiles) {
+      if (t > 0) __syncthreads();
+      segment = t;
+      const int staged = min(p.segment_tiles, tiles - t);
+      stage_scales(table, p, kt0 + t, staged);
+      stage_x(x_rows, p, kt0 + t, staged, row_bytes);
       copy_wait<0>();
       __syncthreads();
     }
-#pragma unroll
-    for (int i = 0; i < kDepth; ++i) {
-      if (base + i < tiles) {
-        multiply_tile<kBits, kMTiles>(ring[i], p, shared, row_bytes, kt0 + base + i, base + i - segment, acc);
-        if (base + i + kDepth < tiles) load(ring[i], kt0 + base + i + kDepth);
-      }
-    }
+    copy_wait<kSlots - 2>();
+    __syncwarp();
+    WeightTile<kBits> tile;
+    read_tile<kBits>(tile, ring + (t % kSlots) * kSlotBytes<kBits>,
+                     table + (warp * p.segment_tiles + (t - segment)) * kTableRowWords);
+    __syncwarp();  // every lane has read the slot the next copy refills
+    if (t + kSlots - 1 < tiles)
+      copy_codes<kBits>(ring + ((t + kSlots - 1) % kSlots) * kSlotBytes<kBits>, p, col0,
+                        kt0 + t + kSlots - 1);
+    copy_commit();
+    multiply_tile<kBits, kMTiles>(tile, p, x_rows, row_bytes, kt0 + t, t - segment, acc);
   }
+  copy_wait<0>();
   const bool to_partial = p.splits > 1;
 #pragma unroll
   for (int mt = 0; mt < kMTiles; ++mt)
@@ -181,21 +192,16 @@ __global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<kBits, kMTiles>)
   if (to_partial) reduce_if_last(p);
 }
 
-// Ring depth per weight format: about the same bytes in flight per warp within the register budget.
-template <int kBits>
-constexpr int kRingDepth = kBits == 0   ? 3
-                           : kBits == 2 ? 4
-                           : kBits == 4 ? 3
-                                        : 2;
-
 template <int kBits, int kMTiles>
 cudaError_t run_decode(DecodeParams p, cudaStream_t stream) {
-  constexpr int kDepth = kRingDepth<kBits>;
-  auto kernel = decode_kernel<kBits, kMTiles, kDepth>;
-  const int64_t most = std::max<int64_t>(kDepth, (kSegmentBytes / std::max<int64_t>(p.rows, 1) - 32) / 128);
-  p.segment_tiles = static_cast<int>(std::min(p.tiles_per_split, most / kDepth * kDepth));
-  if (p.segment_tiles < p.tiles_per_split && p.segment_tiles % kDepth != 0) return cudaErrorInvalidValue;
-  const size_t shared = static_cast<size_t>(p.rows * (p.segment_tiles * 128 + 16) + 16);
+  auto kernel = decode_kernel<kBits, kMTiles>;
+  const int64_t x_tiles = (kSegmentBytes / std::max<int64_t>(p.rows, 1) - 32) / 128;
+  const int64_t table_tiles = kTableBytes / (kDecodeWarps * kTableRowWords * 4);
+  p.segment_tiles =
+      static_cast<int>(std::max<int64_t>(1, std::min({p.tiles_per_split, x_tiles, table_tiles})));
+  const size_t ring = size_t{kDecodeWarps} * kRingSlots<kBits> * kSlotBytes<kBits>;
+  const size_t table = size_t{kDecodeWarps} * p.segment_tiles * kTableRowWords * 4;
+  const size_t shared = ring + table + static_cast<size_t>(p.rows * (p.segment_tiles * 128 + 16) + 16);
   if (shared > 48 * 1024) {
     const cudaError_t code =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared));
@@ -209,8 +215,6 @@ cudaError_t run_decode(DecodeParams p, cudaStream_t stream) {
 template <int kMTiles>
 cudaError_t run_decode_bits(const DecodeParams& p, int bits, cudaStream_t stream) {
   switch (bits) {
-    case 0:
-      return run_decode<0, kMTiles>(p, stream);
     case 2:
       return run_decode<2, kMTiles>(p, stream);
     case 4:
@@ -231,13 +235,10 @@ bool aligned(const void* pointer, uintptr_t bytes) {
 }  // namespace matmul
 
 bool matmul_decode_supports(const WeightArgs& weight) {
-  if (!weight.affine)
-    return weight.dense_kind == DenseKind::bf16 && weight.in % 8 == 0 && matmul::aligned(weight.dense, 16);
+  if (!weight.affine) return false;
   const bool bits = weight.bits == 2 || weight.bits == 4 || weight.bits == 8;
-  // Whole 16-byte code chunks per row, 2-byte aligned scale and bias tensors, and scale indices below 2^31
-  // (ColumnBase keeps them in 32 bits).
-  const bool indexable = weight.out * (weight.in / weight.group) < (int64_t{1} << 31);
-  return bits && indexable && weight.in * weight.bits % 128 == 0 && matmul::aligned(weight.packed, 16) &&
+  // Whole 16-byte code chunks per row, and 2-byte aligned scale and bias tensors.
+  return bits && weight.in * weight.bits % 128 == 0 && matmul::aligned(weight.packed, 16) &&
          matmul::aligned(weight.scales, 2) && matmul::aligned(weight.biases, 2);
 }
 
@@ -249,7 +250,6 @@ cudaError_t launch_matmul_decode(const MatmulArgs& launch, int64_t tiles_per_spl
   p.x = launch.x;
   p.x_stride = launch.x_stride;
   p.rows = launch.rows;
-  p.dense = static_cast<const uint16_t*>(weight.dense);
   p.packed = weight.packed;
   p.scales = weight.scales;
   p.biases = weight.biases;

@@ -1,10 +1,11 @@
 #pragma once
-// Weight fragments of the decode matmul (k_matmul_decode.cu), loaded from global memory straight into the B
-// operand registers of mma.sync m16n8k16: lane (g, t) of a warp holds column g's k pairs (2t, 2t + 1) in b0
-// and (2t + 8, 2t + 9) in b1 of each 16-wide k step, the layout ldmatrix gives the tiled kernel. bf16 weights
-// are loaded a word per register; MLX affine codes come in 16-byte loads (the four lanes of a column load the
-// same bytes) and are dequantized in registers to bf16(scale * q + bias), the value k_matmul_tiles.cuh writes
-// to shared memory.
+// Weight fragments of the decode matmul (k_matmul_decode.cu) for MLX affine weights: each warp's 16 columns
+// of codes are copied a 64-wide k tile at a time into a ring of shared-memory slots (cp.async, several tiles
+// ahead, so the bytes in flight do not depend on registers), and each 32-wide half-row's scale and bias come
+// from a table the block stages with x. From there lane (g, t) of a warp builds the B operand registers of
+// mma.sync m16n8k16 (column g's k pairs (2t, 2t + 1) in b0 and (2t + 8, 2t + 9) in b1 of each 16-wide k step,
+// the layout ldmatrix gives the tiled kernel), dequantizing in registers to bf16(scale * q + bias), the value
+// k_matmul_tiles.cuh writes to shared memory.
 #include <cstdint>
 
 #include "cuda/k_matmul_tiles.cuh"
@@ -23,14 +24,13 @@ struct DecodeParams {
   const uint16_t* x;
   int64_t x_stride;
   int64_t rows;
-  const uint16_t* dense;   // bf16 [n, k]
-  const uint32_t* packed;  // affine [n, k * bits / 32]
-  const uint16_t* scales;  // affine bf16 [n, k / group]
+  const uint32_t* packed;  // [n, k * bits / 32]
+  const uint16_t* scales;  // bf16 [n, k / group]
   const uint16_t* biases;
   int64_t n, k;
-  int64_t row_words;  // affine: packed words per row
-  int64_t groups;     // affine: groups per row
-  int group_shift;    // affine: log2(group)
+  int64_t row_words;  // packed words per row
+  int64_t groups;     // groups per row
+  int group_shift;    // log2(group)
   void* out;
   bool out_f32;
   int64_t out_stride;
@@ -39,131 +39,63 @@ struct DecodeParams {
   int64_t k_tiles;
   int64_t tiles_per_split;
   int splits;
-  int segment_tiles;  // k tiles of x staged in shared memory at a time (a multiple of the ring depth)
+  int segment_tiles;  // k tiles of x (and of the scale-bias table) staged in shared memory at a time
   bool x_vector;
 };
 
-__device__ __forceinline__ uint32_t load_word(const void* address) {
-  uint32_t value;
-  asm volatile("ld.global.nc.u32 %0, [%1];\n" : "=r"(value) : "l"(address));
-  return value;
+// Bytes of one warp's codes for one 64-wide k tile: 16 columns of 64 codes.
+template <int kBits>
+constexpr int kSlotBytes = kDecodeWarpCols* kTileK* kBits / 8;
+
+// Ring slots per warp: about 4 KiB of codes in flight per warp whatever the width.
+template <int kBits>
+constexpr int kRingSlots = 4096 / kSlotBytes<kBits>;
+
+// Queues the copy of tile `kt` of the warp's columns [col0, col0 + 16) into `slot`: 16-byte chunks, column
+// by column. Absent columns copy the last column (their sums are never stored); chunks past k are zero.
+template <int kBits>
+__device__ __forceinline__ void copy_codes(char* slot, const DecodeParams& p, int64_t col0, int64_t kt) {
+  constexpr int kChunksPerColumn = kBits / 2;  // 64 codes of kBits bits in 16-byte chunks
+  constexpr int kChunks = kDecodeWarpCols * kChunksPerColumn;
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int q = lane; q < kChunks; q += 32) {
+    const int column = q / kChunksPerColumn, c = q % kChunksPerColumn;
+    const int64_t n = min(col0 + column, p.n - 1);
+    const int64_t word = kt * 2 * kBits + 4 * c;
+    const bool present = word * 32 / kBits < p.k;
+    copy16(slot + q * 16, p.packed + n * p.row_words + (present ? word : 0), present);
+  }
+}
+
+// One 64-wide k tile of a warp's columns: the lane's column's 16-byte code chunks for each of its two column
+// tiles, and each 32-wide half's scale (low 16 bits) and bias (high 16 bits).
+template <int kBits>
+struct WeightTile {
+  uint4 chunk[kDecodeNTiles][kBits / 2];
+  uint32_t scale_bias[kDecodeNTiles][2];
+};
+
+// Reads the lane's codes of a tile from its ring slot, and its scales and biases from the table row of the
+// tile ([16 columns][2 halves], scale | bias << 16).
+template <int kBits>
+__device__ __forceinline__ void read_tile(WeightTile<kBits>& tile, const char* slot, const uint32_t* table) {
+  const int g = threadIdx.x % 32 / 4;
+#pragma unroll
+  for (int j = 0; j < kDecodeNTiles; ++j) {
+    const int column = j * 8 + g;
+#pragma unroll
+    for (int c = 0; c < kBits / 2; ++c)
+      tile.chunk[j][c] = *reinterpret_cast<const uint4*>(slot + (column * (kBits / 2) + c) * 16);
+    tile.scale_bias[j][0] = table[column * 2];
+    tile.scale_bias[j][1] = table[column * 2 + 1];
+  }
 }
 
 __device__ __forceinline__ uint32_t load_short(const void* address) {
   unsigned short value;
   asm volatile("ld.global.nc.u16 %0, [%1];\n" : "=h"(value) : "l"(address));
   return value;
-}
-
-__device__ __forceinline__ uint4 load_chunk(const void* address) {
-  uint4 value;
-  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(value.x), "=r"(value.y), "=r"(value.z), "=r"(value.w)
-               : "l"(address));
-  return value;
-}
-
-// One 64-wide k tile of a warp's columns: bf16 words, or affine 16-byte code chunks with each 32-wide half's
-// scale (low 16 bits) and bias (high 16 bits).
-template <int kBits>
-struct WeightTile {
-  uint4 chunk[kDecodeNTiles][kBits / 2];
-  uint32_t scale_bias[kDecodeNTiles][2];
-};
-template <>
-struct WeightTile<0> {
-  uint32_t word[kDecodeNTiles][4][2];
-};
-
-// Loads tile `kt` of columns [col0, col0 + 16); absent columns and k past the end read address 0 of the
-// tensor (always valid) and are zeroed, or for codes, given scale and bias 0.
-template <int kBits>
-__device__ __forceinline__ void load_tile(WeightTile<kBits>& tile, const DecodeParams& p, int64_t col0,
-                                          int64_t kt) {
-  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-#pragma unroll
-  for (int j = 0; j < kDecodeNTiles; ++j) {
-    const int64_t n = col0 + j * 8 + g;
-    const bool column = n < p.n;
-    if constexpr (kBits == 0) {
-#pragma unroll
-      for (int s = 0; s < 4; ++s)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int64_t k = kt * kTileK + s * 16 + h * 8 + 2 * t;
-          const bool present = column && k < p.k;
-          const uint32_t word = load_word(p.dense + (present ? n * p.k + k : 0));
-          tile.word[j][s][h] = present ? word : 0u;
-        }
-    } else {
-#pragma unroll
-      for (int c = 0; c < kBits / 2; ++c) {
-        const int64_t word = kt * 2 * kBits + 4 * c;
-        const bool present = column && word * 32 / kBits < p.k;
-        tile.chunk[j][c] = load_chunk(p.packed + (present ? n * p.row_words + word : 0));
-      }
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int64_t k_half = kt * kTileK + h * 32;
-        const bool present = column && k_half < p.k;
-        const int64_t e = present ? n * p.groups + (k_half >> p.group_shift) : 0;
-        const uint32_t scale = load_short(p.scales + e), bias = load_short(p.biases + e);
-        tile.scale_bias[j][h] = present ? scale | bias << 16 : 0u;
-      }
-    }
-  }
-}
-
-// The lane's weight rows for its columns (clamped to the last column, whose sums are never stored), found
-// once per warp so that full k tiles (load_full_tile) load at fixed offsets from them with no predicates.
-struct ColumnBase {
-  const uint16_t* dense[kDecodeNTiles];   // bf16: the row start, plus the lane's k pair offset 2t
-  const uint32_t* packed[kDecodeNTiles];  // affine: the row's code words
-  uint32_t group_row[kDecodeNTiles];      // affine: the row's first scale/bias element (< 2^31, checked)
-};
-
-__device__ __forceinline__ ColumnBase column_base(const DecodeParams& p, int64_t col0, bool affine) {
-  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  ColumnBase base;
-#pragma unroll
-  for (int j = 0; j < kDecodeNTiles; ++j) {
-    const int64_t n = min(col0 + j * 8 + g, p.n - 1);
-    base.dense[j] = affine ? nullptr : p.dense + n * p.k + 2 * t;
-    base.packed[j] = affine ? p.packed + n * p.row_words : nullptr;
-    base.group_row[j] = static_cast<uint32_t>(n * p.groups);
-  }
-  return base;
-}
-
-// load_tile for a k tile wholly inside k: the same values (absent columns aside, which are never stored).
-// With groups of 64 or more both 32-wide halves share one scale and bias, read once.
-template <int kBits>
-__device__ __forceinline__ void load_full_tile(WeightTile<kBits>& tile, const DecodeParams& p,
-                                               const ColumnBase& base, int64_t kt) {
-#pragma unroll
-  for (int j = 0; j < kDecodeNTiles; ++j) {
-    if constexpr (kBits == 0) {
-      const uint16_t* row = base.dense[j] + kt * kTileK;
-#pragma unroll
-      for (int s = 0; s < 4; ++s)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) tile.word[j][s][h] = load_word(row + s * 16 + h * 8);
-    } else {
-      const uint32_t* words = base.packed[j] + kt * 2 * kBits;
-#pragma unroll
-      for (int c = 0; c < kBits / 2; ++c) tile.chunk[j][c] = load_chunk(words + 4 * c);
-      const uint32_t first = base.group_row[j] + static_cast<uint32_t>((kt * kTileK) >> p.group_shift);
-      const uint32_t low = load_short(p.scales + first) | load_short(p.biases + first) << 16;
-      tile.scale_bias[j][0] = low;
-      if (p.group_shift >= 6) {
-        tile.scale_bias[j][1] = low;
-      } else {
-        const uint32_t second =
-            base.group_row[j] + static_cast<uint32_t>((kt * kTileK + 32) >> p.group_shift);
-        tile.scale_bias[j][1] = load_short(p.scales + second) | load_short(p.biases + second) << 16;
-      }
-    }
-  }
 }
 
 template <int I>

@@ -191,15 +191,19 @@ TEST(CudaMatmul, UnalignedRowsGiveTheSameBits) {
   const testing::DeviceWeight weight = testing::dense_weight(*gpu(), w, out, in);
   const std::vector<uint8_t> aligned = run_matmul(*gpu(), weight.weight, x, rows);
   testing::expect_same_bits("unaligned x", run_unaligned(*gpu(), weight.weight, x, rows), aligned, 2);
-  const testing::DeviceWeight decode = testing::dense_weight(*decode_gpu(), w, out, in);
-  const testing::DeviceWeight tiled = testing::dense_weight(*tiled_gpu(), w, out, in);
+  // The decode kernel takes affine weights only.
+  const std::vector<float> floats(w.begin(), w.end());
+  const ops::AffineTensor q = ops::affine_quantize(floats, out, in, 4, 64);
+  const testing::DeviceWeight decode = testing::affine_weight(*decode_gpu(), q, out, in, 4, 64);
+  const testing::DeviceWeight tiled = testing::affine_weight(*tiled_gpu(), q, out, in, 4, 64);
   testing::expect_same_bits("unaligned x, decode kernel",
                             run_unaligned(*decode_gpu(), decode.weight, x, rows),
                             run_matmul(*tiled_gpu(), tiled.weight, x, rows), 2);
 }
 
-// The decode kernel's rows equal the tiled kernel's, bit for bit, for each weight format it takes, for one
-// and several K splits, splits longer than the x it stages at once, shapes off the tile grid, and f32 output.
+// The decode kernel's rows equal the tiled kernel's, bit for bit, for each affine format it takes, for one
+// and several K splits, splits longer than the x and scale table it stages at once, shapes off the tile grid
+// (absent columns, a k tail), and f32 output.
 TEST(CudaMatmul, DecodeKernelGivesTheTiledKernelsBits) {
   PLUMB_GPU_OR_SKIP();
   ASSERT_NE(decode_gpu(), nullptr);
@@ -208,17 +212,15 @@ TEST(CudaMatmul, DecodeKernelGivesTheTiledKernelsBits) {
     int64_t out, in;
     int bits, group;
   };
-  for (const Case c : {Case{4096, 3840, 0, 0}, Case{4096, 3840, 4, 64}, Case{4096, 3840, 8, 128},
-                       Case{4096, 3840, 2, 32}, Case{3840, 15360, 0, 0}, Case{3840, 15360, 4, 64},
-                       Case{150, 640, 4, 32}, Case{130, 520, 0, 0}, Case{262, 256, 8, 64}}) {
+  for (const Case c : {Case{4096, 3840, 4, 64}, Case{4096, 3840, 8, 128}, Case{4096, 3840, 2, 32},
+                       Case{3840, 15360, 4, 64}, Case{3840, 15360, 2, 32}, Case{150, 640, 4, 32},
+                       Case{130, 544, 4, 32}, Case{262, 256, 8, 64}, Case{33000, 2304, 4, 64}}) {
     const Values w = ops::testing::random_bf16(71, c.out * c.in, -1, 1);
     const Values x = ops::testing::random_bf16(72, 32 * c.in, -2, 2);
     const std::vector<float> floats(w.begin(), w.end());
     const auto weight_on = [&](ops::Backend& backend) {
-      return c.bits == 0
-                 ? testing::dense_weight(backend, w, c.out, c.in)
-                 : testing::affine_weight(backend, ops::affine_quantize(floats, c.out, c.in, c.bits, c.group),
-                                          c.out, c.in, c.bits, c.group);
+      return testing::affine_weight(backend, ops::affine_quantize(floats, c.out, c.in, c.bits, c.group),
+                                    c.out, c.in, c.bits, c.group);
     };
     const testing::DeviceWeight tiled = weight_on(*tiled_gpu()), decode = weight_on(*decode_gpu());
     for (int64_t rows : {1, 2, 7, 16, 17, 31, 32}) {
