@@ -128,8 +128,14 @@ __device__ void reduce_if_last(const DecodeParams& p) {
   if (threadIdx.x == 0) p.counters[blockIdx.x] = 0u;
 }
 
+// Three blocks per SM where the registers allow (2- and 4-bit codes for up to 16 rows): the kernel issues
+// dequantization more than it waits on memory, so more warps to choose from keep the schedulers busier.
 template <int kBits, int kMTiles>
-__global__ void __launch_bounds__(kDecodeThreads, 2) decode_kernel(DecodeParams p) {
+constexpr int kBlocksPerSm = kBits <= 4 && kMTiles == 1 ? 3 : 2;
+
+template <int kBits, int kMTiles>
+__global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<kBits, kMTiles>))
+    decode_kernel(DecodeParams p) {
   constexpr int kSlots = kRingSlots<kBits>;
   extern __shared__ __align__(16) char shared[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
