@@ -1,7 +1,9 @@
 // Row-wise kernels. Each names the HF expression it reproduces; every product of two bf16 values is exact in
 // fp32, so the only fp32 freedom is in sums, rsqrt, cos/sin, tanh and exp.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "core/half.hpp"
@@ -102,11 +104,18 @@ void norm_rope(ThreadPool& pool, const ops::NormRopeLaunch& launch) {
 void kv_write(ThreadPool& pool, const ops::KvWriteLaunch& launch) {
   const int64_t row_elements = launch.kv_heads * launch.head_dim;
   const auto row_bytes = static_cast<size_t>(row_elements) * sizeof(uint16_t);
+  const std::span<const ops::KvWriteSegmentLaunch> segments(launch.segments,
+                                                            static_cast<size_t>(launch.segment_count));
   pool.parallel_for(launch.rows, [&](int64_t begin, int64_t end) {
+    // The segment holding row `begin`: the last whose first row is not after it.
+    auto segment = std::upper_bound(segments.begin(), segments.end(), begin,
+                                    [](int64_t row, const auto& s) { return row < s.first_row; }) -
+                   1;
     for (int64_t r = begin; r < end; ++r) {
-      const int64_t slot = launch.positions[r] % launch.capacity;
-      std::memcpy(launch.cache_keys + slot * row_elements, launch.keys + r * launch.keys_stride, row_bytes);
-      std::memcpy(launch.cache_values + slot * row_elements, launch.values + r * launch.values_stride,
+      while (r >= segment->first_row + segment->rows) ++segment;
+      const int64_t slot = launch.positions[r] % segment->capacity;
+      std::memcpy(segment->cache_keys + slot * row_elements, launch.keys + r * launch.keys_stride, row_bytes);
+      std::memcpy(segment->cache_values + slot * row_elements, launch.values + r * launch.values_stride,
                   row_bytes);
     }
   });

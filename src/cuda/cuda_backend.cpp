@@ -213,9 +213,14 @@ void CudaBackend::norm_rope(const ops::NormRopeLaunch& launch) {
       [&] { return rows_label("norm_rope", launch.norm.rows * launch.norm.heads, launch.norm.dim); });
 }
 void CudaBackend::kv_write(const ops::KvWriteLaunch& launch) {
+  std::vector<KvWriteSegmentArgs> segments;
+  const KvWriteArgs args = kv_write_args(launch, segments);
   run(
-      "kv_write", [&] { return launch_kv_write(kv_write_args(launch), stream_.get()); },
-      [&] { return rows_label("kv_write", launch.rows, launch.kv_heads * launch.head_dim); });
+      "kv_write", [&] { return launch_kv_write(args, stream_.get()); },
+      [&] {
+        return fmt::format("kv_write {}x{} in {} caches", launch.rows, launch.kv_heads * launch.head_dim,
+                           launch.segment_count);
+      });
 }
 void CudaBackend::geglu(const ops::RowsLaunch& launch) {
   run(

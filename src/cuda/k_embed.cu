@@ -1,5 +1,6 @@
 // Row gathers: embed_rows out[r] = bf16(table_row(ids[r]) * bf16(scale)) with an affine row bf16(s * q + b)
-// (s * q is exact in fp32, so one rounding of the sum); kv_write copies rows to slot = position % capacity.
+// (s * q is exact in fp32, so one rounding of the sum); kv_write copies each row into its segment's cache at
+// slot = position % capacity.
 // Also the argmax (lowest index of the largest value, NaN skipped) and the probe kernel.
 #include "cuda/bf16.cuh"
 #include "cuda/launchers.hpp"
@@ -38,14 +39,45 @@ __global__ void embed_kernel(EmbedArgs launch) {
   launch.out[r * launch.out_stride + k] = bf16_bits(value * launch.scale);
 }
 
-__global__ void kv_write_kernel(KvWriteArgs launch) {
-  const int64_t row_elements = launch.kv_heads * launch.head_dim;
+// Segments per kv_write kernel: the table rides in the kernel parameters, within the classic 4 KiB.
+constexpr int kKvSegments = 64;
+
+struct KvSegmentEntry {
+  int64_t first_row;  // relative to the launch
+  uint16_t* cache_keys;
+  uint16_t* cache_values;
+  int64_t capacity;
+};
+
+struct KvWriteParams {
+  const int32_t* positions;
+  const uint16_t* keys;
+  int64_t keys_stride;
+  const uint16_t* values;
+  int64_t values_stride;
+  int64_t row_elements;
+  int segment_count;
+  KvSegmentEntry segments[kKvSegments];
+};
+static_assert(sizeof(KvWriteParams) <= 4096, "kv_write's kernel parameters exceed 4 KiB");
+
+// One block per (row, strip of kThreads elements); the row's cache is its segment's, found by bisection.
+__global__ void kv_write_kernel(KvWriteParams params) {
   const int64_t k = static_cast<int64_t>(blockIdx.y) * kThreads + threadIdx.x;
   const int64_t r = blockIdx.x;
-  if (k >= row_elements) return;
-  const int64_t slot = launch.positions[r] % launch.capacity;
-  launch.cache_keys[slot * row_elements + k] = launch.keys[r * launch.keys_stride + k];
-  launch.cache_values[slot * row_elements + k] = launch.values[r * launch.values_stride + k];
+  if (k >= params.row_elements) return;
+  int low = 0, high = params.segment_count - 1;
+  while (low < high) {
+    const int middle = (low + high + 1) / 2;
+    if (params.segments[middle].first_row <= r)
+      low = middle;
+    else
+      high = middle - 1;
+  }
+  const KvSegmentEntry& segment = params.segments[low];
+  const int64_t slot = params.positions[r] % segment.capacity;
+  segment.cache_keys[slot * params.row_elements + k] = params.keys[r * params.keys_stride + k];
+  segment.cache_values[slot * params.row_elements + k] = params.values[r * params.values_stride + k];
 }
 
 struct Best {
@@ -100,12 +132,33 @@ cudaError_t launch_embed_rows(const EmbedArgs& launch, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+// Segments with rows go kKvSegments to a kernel, each kernel the rows of its segments in order.
 cudaError_t launch_kv_write(const KvWriteArgs& launch, cudaStream_t stream) {
-  if (launch.rows == 0) return cudaSuccess;
-  const dim3 grid(static_cast<unsigned>(launch.rows),
-                  blocks_for(launch.kv_heads * launch.head_dim, kThreads));
-  kv_write_kernel<<<grid, kThreads, 0, stream>>>(launch);
-  return cudaGetLastError();
+  KvWriteParams params{};
+  params.row_elements = launch.kv_heads * launch.head_dim;
+  params.keys_stride = launch.keys_stride;
+  params.values_stride = launch.values_stride;
+  int64_t segment = 0;
+  while (segment < launch.segment_count) {
+    int64_t first = -1, rows = 0;  // the kernel's first row in the launch, and its row count
+    params.segment_count = 0;
+    for (; segment < launch.segment_count && params.segment_count < kKvSegments; ++segment) {
+      const KvWriteSegmentArgs& source = launch.segments[segment];
+      if (source.rows == 0) continue;
+      if (first < 0) first = source.first_row;
+      params.segments[params.segment_count++] = {source.first_row - first, source.cache_keys,
+                                                 source.cache_values, source.capacity};
+      rows += source.rows;
+    }
+    if (rows == 0) continue;
+    params.positions = launch.positions + first;
+    params.keys = launch.keys + first * launch.keys_stride;
+    params.values = launch.values + first * launch.values_stride;
+    const dim3 grid(static_cast<unsigned>(rows), blocks_for(params.row_elements, kThreads));
+    kv_write_kernel<<<grid, kThreads, 0, stream>>>(params);
+    if (const cudaError_t code = cudaGetLastError(); code != cudaSuccess) return code;
+  }
+  return cudaSuccess;
 }
 
 cudaError_t launch_argmax(const ArgmaxArgs& launch, cudaStream_t stream) {

@@ -48,10 +48,17 @@ struct NormRopeArgs {
   const float* inv_freq;  // host [dim / 2]
 };
 
-struct KvWriteArgs {
+struct KvWriteSegmentArgs {
+  int64_t first_row;
+  int64_t rows;
   uint16_t* cache_keys;
   uint16_t* cache_values;
   int64_t capacity;
+};
+
+struct KvWriteArgs {
+  const KvWriteSegmentArgs* segments;  // host array
+  int64_t segment_count;
   const int32_t* positions;
   const uint16_t* keys;
   int64_t keys_stride;

@@ -26,9 +26,15 @@ inline NormRopeArgs norm_rope_args(const ops::NormRopeLaunch& l) {
   return {norm_args(l.norm), l.positions, l.inv_freq};
 }
 
-inline KvWriteArgs kv_write_args(const ops::KvWriteLaunch& l) {
-  return {l.cache_keys, l.cache_values,  l.capacity, l.positions, l.keys,    l.keys_stride,
-          l.values,     l.values_stride, l.rows,     l.kv_heads,  l.head_dim};
+// `segments` receives the converted segment table, which the returned struct points into.
+inline KvWriteArgs kv_write_args(const ops::KvWriteLaunch& l, std::vector<KvWriteSegmentArgs>& segments) {
+  segments.clear();
+  for (int64_t s = 0; s < l.segment_count; ++s) {
+    const ops::KvWriteSegmentLaunch& g = l.segments[s];
+    segments.push_back({g.first_row, g.rows, g.cache_keys, g.cache_values, g.capacity});
+  }
+  return {segments.data(), l.segment_count, l.positions, l.keys,     l.keys_stride,
+          l.values,        l.values_stride, l.rows,      l.kv_heads, l.head_dim};
 }
 
 // `segments` receives the converted segment table, which the returned struct points into.

@@ -58,10 +58,18 @@ struct NormRopeLaunch {
   const float* inv_freq;  // host array [dim / 2], from rope_inv_freq; a backend copies what it needs
 };
 
-struct KvWriteLaunch {
+// Rows [first_row, first_row + rows) of a kv_write go to this cache; no two segments' caches share a byte.
+struct KvWriteSegmentLaunch {
+  int64_t first_row;
+  int64_t rows;
   uint16_t* cache_keys;    // [capacity, kv_heads, head_dim]
   uint16_t* cache_values;  // [capacity, kv_heads, head_dim]
   int64_t capacity;
+};
+
+struct KvWriteLaunch {
+  const KvWriteSegmentLaunch* segments;  // host array covering rows [0, rows) in order
+  int64_t segment_count;
   const int32_t* positions;
   const uint16_t* keys;  // [rows, kv_heads, head_dim]
   int64_t keys_stride;

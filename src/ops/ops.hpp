@@ -112,6 +112,11 @@ Status norm_rope(Backend& backend, const TensorView& x, const TensorView* weight
 // Writes key and value rows at slot positions[r] % capacity. keys, values: bf16 [rows, kv_heads, head_dim].
 Status kv_write(Backend& backend, const KvView& kv, const TensorView& positions, const TensorView& keys,
                 const TensorView& values);
+// The same for many streams in one launch: row r goes to the cache of the segment holding it. Segments
+// cover rows [0, rows) in order (kv.end is not used), each has at most its capacity of rows, and no two
+// segments' caches share a byte (their writes would race). Bits equal one kv_write per segment.
+Status kv_write(Backend& backend, std::span<const KvSegment> segments, const TensorView& positions,
+                const TensorView& keys, const TensorView& values);
 
 // Causal (global or sliding) attention over the cache, GQA (query head h reads kv head h / (heads /
 // kv_heads)). Query row r at position p sees the cached keys at positions k <= p (and k > p - window when

@@ -1,4 +1,10 @@
 // Op entries for the row-wise ops: check operands, then call the backend's typed launcher.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <tuple>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "core/half.hpp"
@@ -109,29 +115,127 @@ Status norm_rope(Backend& backend, const TensorView& x, const TensorView* weight
   return {};
 }
 
-Status kv_write(Backend& backend, const KvView& kv, const TensorView& positions, const TensorView& keys,
-                const TensorView& values) {
+namespace {
+
+// The single-cache entry names its cache "kv", the segment list "segments[i].kv"; the name is built only for
+// an error, so a launch of many segments formats nothing.
+struct CacheNames {
+  bool single;
+  std::string cache(size_t index, std::string_view field) const {
+    return single ? fmt::format("kv.{}", field) : fmt::format("segments[{}].kv.{}", index, field);
+  }
+};
+
+template <class Check>
+Status named(const CacheNames& names, size_t index, std::string_view field, const Check& check) {
+  if (check(field).ok()) return {};
+  return check(names.cache(index, field));
+}
+
+Status check_kv_segment(std::string_view where, Device device, const KvSegment& segment, size_t index,
+                        const TensorView& keys, const TensorView& values, const CacheNames& names) {
+  const int64_t kv_heads = keys.dim(1), head_dim = keys.dim(2);
+  const TensorView& cache_keys = segment.kv.keys;
+  const TensorView& cache_values = segment.kv.values;
+  PLUMB_TRY(named(names, index, "keys", [&](std::string_view name) {
+    return check_contiguous(where, name, cache_keys, DType::bf16, {kAny, kv_heads, head_dim}, device);
+  }));
+  const int64_t capacity = cache_keys.dim(0);
+  PLUMB_TRY(named(names, index, "values", [&](std::string_view name) {
+    return check_contiguous(where, name, cache_values, DType::bf16, {capacity, kv_heads, head_dim}, device);
+  }));
+  if (segment.rows > capacity)
+    return names.single ? error_at(where, "tensor", "keys", "has more rows than the cache has slots",
+                                   fmt::format("at most {} rows", capacity), std::to_string(segment.rows))
+                        : error_at(where, "parameter", fmt::format("segments[{}]", index),
+                                   "has more rows than its cache has slots",
+                                   fmt::format("at most {} rows", capacity), std::to_string(segment.rows));
+  for (const auto& [input, view] : {std::pair{"keys", &keys}, std::pair{"values", &values}}) {
+    PLUMB_TRY(named(names, index, "keys", [&](std::string_view name) {
+      return check_disjoint(where, name, cache_keys, input, *view);
+    }));
+    PLUMB_TRY(named(names, index, "values", [&](std::string_view name) {
+      return check_disjoint(where, name, cache_values, input, *view);
+    }));
+  }
+  return {};
+}
+
+// Every cache tensor of every segment is written by one launch: none may share a byte with another.
+Status check_caches_disjoint(std::string_view where, std::span<const KvSegment> segments,
+                             const CacheNames& names) {
+  struct Range {
+    uintptr_t first;
+    uintptr_t last;  // one past
+    size_t index;
+    bool values;
+  };
+  std::vector<Range> ranges;
+  for (size_t index = 0; index < segments.size(); ++index)
+    for (const bool values : {false, true}) {
+      const TensorView& view = values ? segments[index].kv.values : segments[index].kv.keys;
+      const auto first = reinterpret_cast<uintptr_t>(view.data);
+      if (view.bytes() > 0) ranges.push_back({first, first + view.bytes(), index, values});
+    }
+  std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) {
+    return std::tie(a.first, a.index, a.values) < std::tie(b.first, b.index, b.values);
+  });
+  const auto name = [&](const Range& range) {
+    return names.cache(range.index, range.values ? "values" : "keys");
+  };
+  for (size_t k = 1, reach = 0; k < ranges.size(); ++k) {
+    if (ranges[k].first < ranges[reach].last)
+      return error_at(where, "tensor", name(ranges[k]), "shares bytes with another cache",
+                      fmt::format("no bytes shared with '{}'", name(ranges[reach])), "shared bytes");
+    if (ranges[k].last > ranges[reach].last) reach = k;
+  }
+  return {};
+}
+
+Status write_segments(Backend& backend, std::span<const KvSegment> segments, const TensorView& positions,
+                      const TensorView& keys, const TensorView& values, const CacheNames& names) {
   constexpr std::string_view where = "ops.kv_write";
   const Device device = backend.device();
   PLUMB_TRY(check_rows(where, "keys", keys, {DType::bf16}, {kAny, kAny, kAny}, device));
   const int64_t rows = keys.dim(0), kv_heads = keys.dim(1), head_dim = keys.dim(2);
   PLUMB_TRY(check_rows(where, "values", values, {DType::bf16}, {rows, kv_heads, head_dim}, device));
-  PLUMB_TRY(check_contiguous(where, "kv.keys", kv.keys, DType::bf16, {kAny, kv_heads, head_dim}, device));
-  const int64_t capacity = kv.keys.dim(0);
-  PLUMB_TRY(
-      check_contiguous(where, "kv.values", kv.values, DType::bf16, {capacity, kv_heads, head_dim}, device));
-  if (rows > capacity)
-    return error_at(where, "tensor", "keys", "has more rows than the cache has slots",
-                    fmt::format("at most {} rows", capacity), std::to_string(rows));
   PLUMB_TRY(check_positions(where, device, positions, rows));
-  for (const auto& [name, view] : {std::pair{"keys", &keys}, std::pair{"values", &values}}) {
-    PLUMB_TRY(check_disjoint(where, "kv.keys", kv.keys, name, *view));
-    PLUMB_TRY(check_disjoint(where, "kv.values", kv.values, name, *view));
+  std::vector<KvWriteSegmentLaunch> launches;
+  launches.reserve(segments.size());
+  int64_t next_row = 0;
+  for (size_t index = 0; index < segments.size(); ++index) {
+    const KvSegment& segment = segments[index];
+    if (segment.first_row != next_row || segment.rows < 0)
+      return error_at(where, "parameter", fmt::format("segments[{}]", index), "does not continue the rows",
+                      fmt::format("first_row {} and rows >= 0", next_row),
+                      fmt::format("first_row {}, rows {}", segment.first_row, segment.rows));
+    PLUMB_TRY(check_kv_segment(where, device, segment, index, keys, values, names));
+    if (segment.rows > 0)
+      launches.push_back({segment.first_row, segment.rows, bf16_out(segment.kv.keys),
+                          bf16_out(segment.kv.values), segment.kv.keys.dim(0)});
+    next_row += segment.rows;
   }
-  backend.kv_write({bf16_out(kv.keys), bf16_out(kv.values), capacity, positions.as<const int32_t>(),
+  if (next_row != rows)
+    return error_at(where, "parameter", "segments", "do not cover the key rows", std::to_string(rows),
+                    std::to_string(next_row));
+  PLUMB_TRY(check_caches_disjoint(where, segments, names));
+  backend.kv_write({launches.data(), static_cast<int64_t>(launches.size()), positions.as<const int32_t>(),
                     bf16_data(keys), row_stride(keys), bf16_data(values), row_stride(values), rows, kv_heads,
                     head_dim});
   return {};
+}
+
+}  // namespace
+
+Status kv_write(Backend& backend, const KvView& kv, const TensorView& positions, const TensorView& keys,
+                const TensorView& values) {
+  const KvSegment segment{0, keys.rank() == 3 ? keys.dim(0) : 0, kv};
+  return write_segments(backend, std::span(&segment, 1), positions, keys, values, CacheNames{true});
+}
+
+Status kv_write(Backend& backend, std::span<const KvSegment> segments, const TensorView& positions,
+                const TensorView& keys, const TensorView& values) {
+  return write_segments(backend, segments, positions, keys, values, CacheNames{false});
 }
 
 }  // namespace plumb::ops

@@ -1,4 +1,5 @@
-// Row ops on CUDA against the CPU backend: add, scale, embed_rows, kv_write, argmax and rms_norm bit for bit
+// Row ops on CUDA against the CPU backend: add, scale, embed_rows, kv_write (one cache, and many streams'
+// caches in one call), argmax and rms_norm bit for bit
 // (NaN equal to NaN: CUDA's NaN payload is canonical); geglu, soft_cap and norm_rope, whose tanh/cos/sin are
 // library functions, equal the fp32 steps evaluated with one of the values within the functions' documented
 // 2 ulp of the correctly rounded result.
@@ -7,6 +8,7 @@
 
 #include "core/half.hpp"
 #include "cuda_test_util.hpp"
+#include "ops/kv_streams.hpp"
 
 namespace plumb::cuda {
 namespace {
@@ -188,6 +190,27 @@ TEST(CudaRows, KvWriteAndArgmaxEqualTheCpu) {
     };
     testing::expect_same_bits(fmt::format("argmax {}", dtype_name(dtype)), run(*gpu()), run(cpu()), 4);
   }
+}
+
+// Past 64 streams (the kernel's segment table) the launch is split; an empty stream is skipped.
+TEST(CudaRows, KvWriteOverManyStreamsEqualsAWritePerStream) {
+  PLUMB_GPU_OR_SKIP();
+  for (const auto& [kv_heads, dim] : {std::pair<int64_t, int64_t>{2, 24}, {8, 256}})
+    for (int64_t decode_streams : {0, 32, 70, 150}) {
+      ops::testing::KvStreamsCase c = ops::testing::kv_streams_case(decode_streams);
+      c.kv_heads = kv_heads;
+      c.dim = dim;
+      const ops::testing::KvStreamsInputs in =
+          ops::testing::kv_streams_inputs(c, static_cast<uint64_t>(70 + dim));
+      const std::vector<uint16_t> expected = ops::testing::kv_streams_expected(c, in);
+      const std::string what = fmt::format("{} streams of [{}, {}]", c.streams.size(), kv_heads, dim);
+      ops::testing::expect_same_cache_bits(what + ", one call on the GPU",
+                                           ops::testing::run_kv_streams(*gpu(), c, in, true), expected);
+      ops::testing::expect_same_cache_bits(what + ", a call per stream on the GPU",
+                                           ops::testing::run_kv_streams(*gpu(), c, in, false), expected);
+      ops::testing::expect_same_cache_bits(what + ", one call on the CPU",
+                                           ops::testing::run_kv_streams(cpu(), c, in, true), expected);
+    }
 }
 
 }  // namespace

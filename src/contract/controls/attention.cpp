@@ -73,29 +73,38 @@ class AttentionFaulty final : public ForwardingBackend {
   }
 };
 
-enum class KvFault { copy_spills, int32_slot };
+enum class KvFault { copy_spills, int32_slot, segment_late };
 
 template <KvFault fault>
 class KvWriteFaulty final : public ForwardingBackend {
  public:
   using ForwardingBackend::ForwardingBackend;
   void kv_write(const ops::KvWriteLaunch& launch) override {
+    for (int64_t s = 0; s < launch.segment_count; ++s)
+      for (int64_t r = launch.segments[s].first_row;
+           r < launch.segments[s].first_row + launch.segments[s].rows; ++r) {
+        // A segment looked up by first_row < r instead of <=: a segment's first row goes to the one before.
+        const bool late = fault == KvFault::segment_late && s > 0 && r == launch.segments[s].first_row;
+        write_row(launch, launch.segments[late ? s - 1 : s], r);
+      }
+  }
+
+ private:
+  static void write_row(const ops::KvWriteLaunch& launch, const ops::KvWriteSegmentLaunch& segment,
+                        int64_t r) {
     const int64_t row = launch.kv_heads * launch.head_dim;
-    for (int64_t r = 0; r < launch.rows; ++r) {
-      int64_t slot = launch.positions[r] % launch.capacity;
-      // Position arithmetic in i32: doubling a position past 2^30 wraps.
-      if (fault == KvFault::int32_slot)
-        slot =
-            static_cast<int64_t>(static_cast<int32_t>(static_cast<uint32_t>(launch.positions[r]) * 2u) / 2) %
-            launch.capacity;
-      if (slot < 0) slot += launch.capacity;
-      // One element too many: the next slot's first element (or the guard after the last slot).
-      const int64_t count = fault == KvFault::copy_spills ? row + 1 : row;
-      const int64_t limit = (launch.capacity - slot) * row;
-      const auto bytes = static_cast<size_t>(std::min(count, limit + 1)) * sizeof(uint16_t);
-      std::memcpy(launch.cache_keys + slot * row, launch.keys + r * launch.keys_stride, bytes);
-      std::memcpy(launch.cache_values + slot * row, launch.values + r * launch.values_stride, bytes);
-    }
+    int64_t slot = launch.positions[r] % segment.capacity;
+    // Position arithmetic in i32: doubling a position past 2^30 wraps.
+    if (fault == KvFault::int32_slot)
+      slot = static_cast<int64_t>(static_cast<int32_t>(static_cast<uint32_t>(launch.positions[r]) * 2u) / 2) %
+             segment.capacity;
+    if (slot < 0) slot += segment.capacity;
+    // One element too many: the next slot's first element (or the guard after the last slot).
+    const int64_t count = fault == KvFault::copy_spills ? row + 1 : row;
+    const int64_t limit = (segment.capacity - slot) * row;
+    const auto bytes = static_cast<size_t>(std::min(count, limit + 1)) * sizeof(uint16_t);
+    std::memcpy(segment.cache_keys + slot * row, launch.keys + r * launch.keys_stride, bytes);
+    std::memcpy(segment.cache_values + slot * row, launch.values + r * launch.values_stride, bytes);
   }
 };
 
@@ -122,6 +131,9 @@ void register_attention_controls(Registry& registry) {
       "kv_write/copy-spills", "kv_write/12b-sliding", Gate::runs, "copies one element past each row"));
   list.push_back(planted<KvWriteFaulty<KvFault::int32_slot>>(
       "kv_write/int32-slot", "kv_write/31b-sliding", Gate::stress, "computes the slot in i32, which wraps"));
+  list.push_back(planted<KvWriteFaulty<KvFault::segment_late>>(
+      "kv_write/segment-late", "kv_write/12b-sliding-streams", Gate::runs,
+      "writes each segment's first row into the cache of the segment before it"));
 }
 
 }  // namespace plumb::contract::controls

@@ -1,5 +1,7 @@
 // Forms of kv_write: key and value rows copied bit for bit to slot position % capacity; every other slot
-// keeps what it held (the poison), so gate 1 also catches a write to the wrong slot.
+// keeps what it held (the poison), so gate 1 also catches a write to the wrong slot. The streams forms write
+// many streams' rows, each run of rows to its own cache, in one launch (a forward's decode step).
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -96,6 +98,136 @@ class KvWriteForm final : public Form {
   int64_t capacity_;
 };
 
+// A call is several streams' rows: a run of 1 to 3 consecutive positions per stream (one row each from 64
+// rows on, past a CUDA kernel's segment table), and from 5 rows an empty stream second. Outputs 2s and 2s + 1
+// are segment s's cache; a stream's cache holds kStreamSlots slots.
+class KvWriteStreamsForm final : public Form {
+ public:
+  static constexpr int64_t kStreamSlots = 8;
+
+  KvWriteStreamsForm(std::string name, int64_t kv_heads, int64_t dim)
+      : Form("kv_write", std::move(name),
+             fmt::format("rows [rows, {}, {}] -> a cache [{}, {}, {}] per stream", kv_heads, dim,
+                         kStreamSlots, kv_heads, dim)),
+        kv_heads_(kv_heads),
+        dim_(dim) {
+    writes_every_output = false;
+    batch_rows = {1, 2, 5, 16, 80};
+    stresses = {Inputs::extremes};
+  }
+
+  Call make_call(const CallRequest& request) const override {
+    Rng rng(request.seed);
+    Call call;
+    call.inputs_kind = std::string(inputs_name(request.inputs));
+    call.seed = request.seed;
+    call.rows = request.rows;
+    const Shape rows{request.rows, kv_heads_, dim_};
+    const int64_t width = kv_heads_ * dim_;
+    call.inputs.push_back(
+        bf16_data("keys", rows, activations(request.inputs, rng, request.rows, width, 1.0), true));
+    call.inputs.push_back(
+        bf16_data("values", rows, activations(request.inputs, rng, request.rows, width, 1.0), true));
+    std::vector<int32_t> positions;
+    for (int64_t first_row = 0; first_row < request.rows;) {
+      const int64_t most = request.rows >= 64 ? 1 : std::min<int64_t>(3, request.rows - first_row);
+      const int64_t length = call.segments.size() == 1 && request.rows >= 5 ? 0 : rng.integer(1, most);
+      // The extremes stress ends every stream at the largest i32 position.
+      const int64_t first =
+          request.inputs == Inputs::extremes ? kLastPosition - length + 1 : rng.integer(0, 300000);
+      for (int64_t r = 0; r < length; ++r) positions.push_back(static_cast<int32_t>(first + r));
+      add_segment(call, first_row, length, first + length);
+      first_row += length;
+    }
+    call.inputs.push_back(i32_data("positions", {request.rows}, positions, true));
+    return call;
+  }
+
+  // Each run of rows from one stream of one source call becomes a stream with its own cache.
+  Call assemble(std::span<const RowRef> rows) const override {
+    std::map<const Call*, Call> inputs_only;
+    std::vector<RowRef> refs;
+    for (const RowRef& ref : rows) {
+      if (!inputs_only.count(ref.call)) {
+        Call& copy = inputs_only[ref.call];
+        copy.inputs_kind = ref.call->inputs_kind;
+        copy.seed = ref.call->seed;
+        copy.rows = ref.call->rows;
+        copy.row_seeds = ref.call->row_seeds;
+        copy.inputs = ref.call->inputs;
+      }
+      refs.push_back({&inputs_only[ref.call], ref.row});
+    }
+    Call batch = concat_rows(refs);
+    const Segment* previous = nullptr;
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const Segment* source = &segment_of(*rows[r].call, rows[r].row);
+      const int64_t end = static_cast<int64_t>(batch.inputs[2].value(static_cast<int64_t>(r))) + 1;
+      if (source == previous) {
+        batch.segments.back().rows += 1;
+        batch.segments.back().end = end;
+      } else {
+        add_segment(batch, static_cast<int64_t>(r), 1, end);
+      }
+      previous = source;
+    }
+    return batch;
+  }
+
+  std::vector<OutputBytes> row_bytes(const Call& call, int64_t row) const override {
+    const Segment& segment = segment_of(call, row);
+    const int64_t slot = static_cast<int64_t>(call.inputs[2].value(row)) % kStreamSlots;
+    const auto bytes = static_cast<size_t>(kv_heads_ * dim_) * 2;
+    const auto offset = static_cast<size_t>(slot) * bytes;
+    return {{segment.cache, offset, bytes}, {segment.cache + 1, offset, bytes}};
+  }
+
+  Status launch(ops::Backend& backend, const Call& call, std::span<const TensorView> in,
+                std::span<const TensorView> out) const override {
+    std::vector<ops::KvSegment> segments;
+    for (const Segment& segment : call.segments)
+      segments.push_back({segment.first_row, segment.rows,
+                          ops::KvView{out[static_cast<size_t>(segment.cache)],
+                                      out[static_cast<size_t>(segment.cache) + 1], segment.end}});
+    return ops::kv_write(backend, segments, in[2], in[0], in[1]);
+  }
+
+  std::vector<std::vector<Span>> expected(const Call& call) const override {
+    const int64_t width = kv_heads_ * dim_;
+    std::vector<std::vector<Span>> caches(
+        call.outputs.size(), std::vector<Span>(static_cast<size_t>(kStreamSlots * width), Span::untouched()));
+    for (const Segment& segment : call.segments)
+      for (int64_t r = segment.first_row; r < segment.first_row + segment.rows; ++r) {
+        const int64_t slot = static_cast<int64_t>(call.inputs[2].value(r)) % kStreamSlots;
+        for (size_t t = 0; t < 2; ++t)
+          for (int64_t k = 0; k < width; ++k)
+            caches[static_cast<size_t>(segment.cache) + t][static_cast<size_t>(slot * width + k)] =
+                exact_at(call.inputs[t], r * width + k);
+      }
+    return caches;
+  }
+
+ private:
+  void add_segment(Call& call, int64_t first_row, int64_t rows, int64_t end) const {
+    const auto index = call.segments.size();
+    call.segments.push_back({first_row, rows, static_cast<int>(call.outputs.size()), end});
+    for (const char* tensor : {"cache_keys", "cache_values"})
+      call.outputs.push_back(HostData::zeros(fmt::format("{}[{}]", tensor, index), DType::bf16,
+                                             {kStreamSlots, kv_heads_, dim_}, false));
+  }
+
+  // The stream holding `row` (empty streams hold none).
+  static const Segment& segment_of(const Call& call, int64_t row) {
+    for (const Segment& segment : call.segments)
+      if (row >= segment.first_row && row < segment.first_row + segment.rows) return segment;
+    PLUMB_ASSERT(false, "every row belongs to a stream");
+    return call.segments.front();
+  }
+
+  int64_t kv_heads_;
+  int64_t dim_;
+};
+
 }  // namespace
 
 void register_kv_write_forms(Registry& registry) {
@@ -106,6 +238,10 @@ void register_kv_write_forms(Registry& registry) {
                                                            ops::kv_capacity(kSlidingWindow, 16)));
     registry.forms.push_back(std::make_unique<KvWriteForm>("kv_write/" + m + "-global", model.global_kv_heads,
                                                            model.global_head_dim, 1024));
+    registry.forms.push_back(std::make_unique<KvWriteStreamsForm>(
+        "kv_write/" + m + "-sliding-streams", model.sliding_kv_heads, model.sliding_head_dim));
+    registry.forms.push_back(std::make_unique<KvWriteStreamsForm>(
+        "kv_write/" + m + "-global-streams", model.global_kv_heads, model.global_head_dim));
   }
 }
 

@@ -134,13 +134,11 @@ class LayerRunner {
     int64_t first_row = 0;
     for (const StreamChunk& chunk : chunks_) {
       const auto rows = static_cast<int64_t>(chunk.tokens.size());
-      const int64_t end = chunk.first_position + rows;
-      const ops::KvView kv = chunk.cache->view(index, end);
-      PLUMB_TRY(ops::kv_write(backend_, kv, slice_rows(space_.positions.view, first_row, rows),
-                              slice_rows(k, first_row, rows), slice_rows(v, first_row, rows)));
-      segments.push_back({first_row, rows, kv});
+      segments.push_back({first_row, rows, chunk.cache->view(index, chunk.first_position + rows)});
       first_row += rows;
     }
+    // Every stream's keys and values in one launch, before any row attends.
+    PLUMB_TRY(ops::kv_write(backend_, segments, space_.positions.view, k, v));
     PLUMB_TRY(ops::attention(backend_, q, space_.positions.view, segments, {spec.window, 1.0f}, attn));
     const TensorView attn_flat = shaped(space_.attn, {rows_, spec.heads * spec.head_dim});
     PLUMB_TRY(ops::matmul(backend_, attn_flat, weights.o_proj, space_.o.view));
