@@ -122,4 +122,18 @@ Status check_copy_pair(std::string_view where, const TensorView& from, const Ten
   return {};
 }
 
+Status check_segment_order(std::string_view where, size_t index, int64_t first_row, int64_t rows,
+                           int64_t next_row) {
+  if (first_row == next_row && rows >= 0) return {};
+  return error_at(where, "parameter", fmt::format("segments[{}]", index), "does not continue the rows",
+                  fmt::format("first_row {} and rows >= 0", next_row),
+                  fmt::format("first_row {}, rows {}", first_row, rows));
+}
+
+Status check_segments_cover(std::string_view where, std::string_view what, int64_t covered, int64_t rows) {
+  if (covered == rows) return {};
+  return error_at(where, "parameter", "segments", fmt::format("do not cover the {}", what),
+                  std::to_string(rows), std::to_string(covered));
+}
+
 }  // namespace plumb::ops

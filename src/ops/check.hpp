@@ -33,4 +33,12 @@ Status check_same_or_disjoint(std::string_view where, std::string_view out_name,
 // non-empty.
 Status check_copy_pair(std::string_view where, const TensorView& from, const TensorView& to);
 
+// Segment `index` of a segment list (kv_write, attention) starts where the previous one ended, at `next_row`,
+// with rows >= 0.
+Status check_segment_order(std::string_view where, size_t index, int64_t first_row, int64_t rows,
+                           int64_t next_row);
+
+// The segments' rows (`covered`) add up to the call's `rows` of `what` (e.g. "key rows").
+Status check_segments_cover(std::string_view where, std::string_view what, int64_t covered, int64_t rows);
+
 }  // namespace plumb::ops

@@ -72,10 +72,7 @@ Status attention(Backend& backend, const TensorView& q, const TensorView& positi
   int64_t next_row = 0;
   for (size_t index = 0; index < segments.size(); ++index) {
     const KvSegment& segment = segments[index];
-    if (segment.first_row != next_row || segment.rows < 0)
-      return error_at(where, "parameter", fmt::format("segments[{}]", index), "does not continue the rows",
-                      fmt::format("first_row {} and rows >= 0", next_row),
-                      fmt::format("first_row {}, rows {}", segment.first_row, segment.rows));
+    PLUMB_TRY(check_segment_order(where, index, segment.first_row, segment.rows, next_row));
     PLUMB_TRY(check_segment(where, device, segment, index, kv_heads, head_dim, out));
     if (host_readable(positions))
       PLUMB_TRY(check_keys_present(where, segment, index, positions.as<const int32_t>(), spec.window));
@@ -83,9 +80,7 @@ Status attention(Backend& backend, const TensorView& q, const TensorView& positi
                         bf16_data(segment.kv.values), segment.kv.keys.dim(0), segment.kv.end});
     next_row += segment.rows;
   }
-  if (next_row != rows)
-    return error_at(where, "parameter", "segments", "do not cover the query rows", std::to_string(rows),
-                    std::to_string(next_row));
+  PLUMB_TRY(check_segments_cover(where, "query rows", next_row, rows));
   backend.attention({bf16_data(q), row_stride(q), positions.as<const int32_t>(), launches.data(),
                      static_cast<int64_t>(launches.size()), bf16_out(out), row_stride(out), rows, heads,
                      kv_heads, head_dim, spec.window, spec.scale});

@@ -205,19 +205,14 @@ Status write_segments(Backend& backend, std::span<const KvSegment> segments, con
   int64_t next_row = 0;
   for (size_t index = 0; index < segments.size(); ++index) {
     const KvSegment& segment = segments[index];
-    if (segment.first_row != next_row || segment.rows < 0)
-      return error_at(where, "parameter", fmt::format("segments[{}]", index), "does not continue the rows",
-                      fmt::format("first_row {} and rows >= 0", next_row),
-                      fmt::format("first_row {}, rows {}", segment.first_row, segment.rows));
+    PLUMB_TRY(check_segment_order(where, index, segment.first_row, segment.rows, next_row));
     PLUMB_TRY(check_kv_segment(where, device, segment, index, keys, values, names));
     if (segment.rows > 0)
       launches.push_back({segment.first_row, segment.rows, bf16_out(segment.kv.keys),
                           bf16_out(segment.kv.values), segment.kv.keys.dim(0)});
     next_row += segment.rows;
   }
-  if (next_row != rows)
-    return error_at(where, "parameter", "segments", "do not cover the key rows", std::to_string(rows),
-                    std::to_string(next_row));
+  PLUMB_TRY(check_segments_cover(where, "key rows", next_row, rows));
   PLUMB_TRY(check_caches_disjoint(where, segments, names));
   backend.kv_write({launches.data(), static_cast<int64_t>(launches.size()), positions.as<const int32_t>(),
                     bf16_data(keys), row_stride(keys), bf16_data(values), row_stride(values), rows, kv_heads,

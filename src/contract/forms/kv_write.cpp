@@ -15,6 +15,20 @@ namespace {
 
 constexpr int64_t kLastPosition = 2147483647;  // the largest i32 position
 
+// A call with the request's key and value rows [rows, kv_heads, dim] as its first two inputs.
+Call key_value_rows(const CallRequest& request, Rng& rng, int64_t kv_heads, int64_t dim) {
+  Call call;
+  call.inputs_kind = std::string(inputs_name(request.inputs));
+  call.seed = request.seed;
+  call.rows = request.rows;
+  const Shape rows{request.rows, kv_heads, dim};
+  const int64_t width = kv_heads * dim;
+  for (const char* name : {"keys", "values"})
+    call.inputs.push_back(
+        bf16_data(name, rows, activations(request.inputs, rng, request.rows, width, 1.0), true));
+  return call;
+}
+
 class KvWriteForm final : public Form {
  public:
   KvWriteForm(std::string name, int64_t kv_heads, int64_t dim, int64_t capacity)
@@ -30,16 +44,7 @@ class KvWriteForm final : public Form {
 
   Call make_call(const CallRequest& request) const override {
     Rng rng(request.seed);
-    Call call;
-    call.inputs_kind = std::string(inputs_name(request.inputs));
-    call.seed = request.seed;
-    call.rows = request.rows;
-    const Shape rows{request.rows, kv_heads_, dim_};
-    const int64_t width = kv_heads_ * dim_;
-    call.inputs.push_back(
-        bf16_data("keys", rows, activations(request.inputs, rng, request.rows, width, 1.0), true));
-    call.inputs.push_back(
-        bf16_data("values", rows, activations(request.inputs, rng, request.rows, width, 1.0), true));
+    Call call = key_value_rows(request, rng, kv_heads_, dim_);
     // Consecutive positions of one stream; the extremes stress ends at the largest i32 position.
     const int64_t first =
         request.inputs == Inputs::extremes ? kLastPosition - request.rows + 1 : rng.integer(0, 300000);
@@ -118,16 +123,7 @@ class KvWriteStreamsForm final : public Form {
 
   Call make_call(const CallRequest& request) const override {
     Rng rng(request.seed);
-    Call call;
-    call.inputs_kind = std::string(inputs_name(request.inputs));
-    call.seed = request.seed;
-    call.rows = request.rows;
-    const Shape rows{request.rows, kv_heads_, dim_};
-    const int64_t width = kv_heads_ * dim_;
-    call.inputs.push_back(
-        bf16_data("keys", rows, activations(request.inputs, rng, request.rows, width, 1.0), true));
-    call.inputs.push_back(
-        bf16_data("values", rows, activations(request.inputs, rng, request.rows, width, 1.0), true));
+    Call call = key_value_rows(request, rng, kv_heads_, dim_);
     std::vector<int32_t> positions;
     for (int64_t first_row = 0; first_row < request.rows;) {
       const int64_t most = request.rows >= 64 ? 1 : std::min<int64_t>(3, request.rows - first_row);
