@@ -1,8 +1,6 @@
 // `plumb bench --engine-streams` end to end on a tiny checkpoint (CPU backend): one line per (stream count,
 // prompt kind, drafts), the --json record's "engine" runs, drafts-on tokens equal to drafts-off for every
 // stream, and bad engine options refused with exit code 2.
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -11,22 +9,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "core/run_plumb.hpp"
 #include "core/temp_dir.hpp"
 
 namespace plumb {
 namespace {
 
-// Runs the plumb executable with `arguments`; returns (exit code, stdout).
-std::pair<int, std::string> run_plumb(const std::string& arguments) {
-  const std::string command = std::string(PLUMB_BINARY_DIR) + "/src/cli/plumb " + arguments + " 2>/dev/null";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return {-1, ""};
-  std::string out;
-  char buffer[4096];
-  while (size_t read = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, read);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using testing::run_plumb;
 
 class BenchEngine : public ::testing::Test {
  protected:

@@ -1,13 +1,12 @@
 // `plumb run` through the engine: --no-drafts (the serial reference) and the engine options give the same
 // tokens; a bad engine option exits with code 2.
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <string>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "core/run_plumb.hpp"
 #include "engine_fixture.hpp"
 
 namespace plumb::engine {
@@ -15,15 +14,7 @@ namespace {
 
 // Runs the plumb executable on the tiny checkpoint; returns (exit code, stdout).
 std::pair<int, std::string> plumb_run(const std::string& arguments) {
-  const std::string command = std::string(PLUMB_BINARY_DIR) + "/src/cli/plumb run " +
-                              testing::tiny_dir().string() + " " + arguments + " 2>/dev/null";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return {-1, ""};
-  std::string out;
-  char buffer[4096];
-  while (size_t read = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, read);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return plumb::testing::run_plumb("run " + testing::tiny_dir().string() + " " + arguments);
 }
 
 nlohmann::json run_json(const std::string& arguments) {

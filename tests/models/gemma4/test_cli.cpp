@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/npy.hpp"
+#include "core/run_plumb.hpp"
 #include "engine/sampling.hpp"
 #include "tiny_model.hpp"
 
@@ -18,14 +19,7 @@ using testing::TempDir;
 
 // Runs the plumb executable; returns (exit code, stdout).
 std::pair<int, std::string> plumb(const std::string& arguments) {
-  const std::string command = std::string(PLUMB_BINARY_DIR) + "/src/cli/plumb " + arguments + " 2>/dev/null";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return {-1, ""};
-  std::string out;
-  char buffer[4096];
-  while (size_t read = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, read);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return plumb::testing::run_plumb(arguments);
 }
 
 class Gemma4Cli : public ::testing::Test {
