@@ -105,7 +105,10 @@ const RegisterCommand kServe{{
       command.add_option("--drafts", options->drafts, "none or copies")->capture_default_str();
       command.add_option("--prompt-cache-gib", load.engine.prompt_cache_gib, "Prompt-cache budget (0: off)")
           ->capture_default_str();
-      command.add_option("--kv-budget-gib", load.engine.kv_budget_gib, "KV bytes for live streams")
+      command
+          .add_option("--kv-budget-gib", load.engine.kv_budget_gib,
+                      "KV bytes for live streams; 0: 90% of the free device memory after the weights, less 2 "
+                      "GiB and the prompt cache (8 GiB where the backend does not report its memory)")
           ->capture_default_str();
       command.add_option("--max-body-bytes", http.max_body_bytes, "Largest request body")
           ->capture_default_str();

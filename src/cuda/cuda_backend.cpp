@@ -120,6 +120,15 @@ Status CudaBackend::synchronize() {
   return profile_ != nullptr ? profile_->collect() : Status{};
 }
 
+int64_t CudaBackend::free_memory_bytes() const {
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaSetDevice(info_.index) != cudaSuccess || cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  return static_cast<int64_t>(free_bytes + arena_->reserved_bytes() - arena_->in_use_bytes());
+}
+
 bool CudaBackend::check_launch(std::string_view op, cudaError_t code) {
   if (code == cudaSuccess) return true;
   if (!failed()) {

@@ -38,6 +38,7 @@ class CudaBackend final : public ops::Backend {
   Status download(const TensorView& device_tensor, const TensorView& host) override;
   Status copy(const TensorView& from, const TensorView& to) override;
   Status synchronize() override;
+  int64_t free_memory_bytes() const override;
 
   void embed_rows(const ops::EmbedLaunch& launch) override;
   void rms_norm(const ops::RmsNormLaunch& launch) override;

@@ -31,9 +31,17 @@ Status check_engine_options(const EngineOptions& options) {
     return out_of_range("max_draft_depth", "0 .. max_round_rows - 1", options.max_draft_depth);
   if (!(options.prompt_cache_gib >= 0.0))
     return out_of_range("prompt_cache_gib", ">= 0", options.prompt_cache_gib);
-  if (!(options.kv_budget_gib > 0.0)) return out_of_range("kv_budget_gib", "> 0", options.kv_budget_gib);
+  if (!(options.kv_budget_gib >= 0.0))
+    return out_of_range("kv_budget_gib", ">= 0 (0: auto)", options.kv_budget_gib);
   if (options.context < 0) return out_of_range("context", ">= 0", options.context);
   return {};
+}
+
+int64_t auto_kv_budget(int64_t free_device_bytes, int64_t prompt_cache_bytes) {
+  if (free_device_bytes < 0) return static_cast<int64_t>(8 * kGiB);
+  const double budget =
+      0.9 * static_cast<double>(free_device_bytes) - 2 * kGiB - static_cast<double>(prompt_cache_bytes);
+  return static_cast<int64_t>(std::max(budget, 0.25 * kGiB));
 }
 
 Engine::Impl::Impl(std::unique_ptr<LaneModel> lane, std::optional<text::Tokenizer> tok,
@@ -44,7 +52,9 @@ Engine::Impl::Impl(std::unique_ptr<LaneModel> lane, std::optional<text::Tokenize
       cache(static_cast<int64_t>(opts.prompt_cache_gib * kGiB)) {
   const int64_t model_context = model->context() > 0 ? model->context() : INT32_MAX;
   context = options.context > 0 ? std::min(options.context, model_context) : model_context;
-  kv_budget_bytes = static_cast<int64_t>(options.kv_budget_gib * kGiB);
+  kv_budget_bytes = options.kv_budget_gib > 0
+                        ? static_cast<int64_t>(options.kv_budget_gib * kGiB)
+                        : auto_kv_budget(model->free_device_bytes(), cache.budget_bytes());
   drafter = options.drafter;
   if (!drafter && options.drafts == DraftMode::copies) drafter = std::make_shared<CopyDrafter>();
   metrics.time_to_first_token = latency_histogram();

@@ -36,6 +36,11 @@ namespace plumb::engine {
 
 enum class DraftMode : uint8_t { none, copies };
 
+// The KV budget when EngineOptions::kv_budget_gib is 0: 90% of the device memory free after the weights, less
+// 2 GiB for activations and the prompt cache's budget, at least 256 MiB; 8 GiB where the backend does not say
+// how much is free (the CPU backend: host memory).
+int64_t auto_kv_budget(int64_t free_device_bytes, int64_t prompt_cache_bytes);
+
 struct EngineOptions {
   int parallel = 8;                 // most live streams (others wait, in arrival order)
   int64_t max_round_rows = 128;     // rows in one forward, over every stream of the round
@@ -45,7 +50,7 @@ struct EngineOptions {
   int max_draft_depth = 15;          // drafts per verify window (window = 1 + depth <= 16)
   int fixed_draft_depth = -1;        // >= 0: always propose this many (tests); -1: the adaptive depth rule
   double prompt_cache_gib = 1.0;     // byte budget of kept states; 0 disables the prompt cache
-  double kv_budget_gib = 8.0;        // device bytes reserved for live streams' states (admission)
+  double kv_budget_gib = 0;          // device bytes for live streams' states (admission); 0: auto_kv_budget
   int64_t context = 0;               // most positions per stream; 0: the model's context
   size_t max_waiting = 1024;         // requests waiting for admission beyond which submit refuses
   bool background = true;            // run rounds on a worker thread

@@ -52,6 +52,8 @@ class Gemma4Lane final : public LaneModel {
     return gemma4::StreamCache::bytes_for(model_.config, positions, max_chunk_rows);
   }
 
+  int64_t free_device_bytes() const override { return backend_->free_memory_bytes(); }
+
   Result<LaneLogits> forward(std::span<const LaneChunk> chunks) override {
     std::vector<gemma4::StreamChunk> batch;
     batch.reserve(chunks.size());

@@ -67,6 +67,8 @@ class LaneModel {
   virtual Result<std::unique_ptr<LaneState>> new_state(int64_t max_chunk_rows) = 0;
   // Device bytes a state created with `max_chunk_rows` needs to hold `positions` positions.
   virtual int64_t state_bytes(int64_t positions, int64_t max_chunk_rows) const = 0;
+  // Device bytes still free for states (the backend's free_memory_bytes), or -1 where unknown.
+  virtual int64_t free_device_bytes() const { return -1; }
   // Runs the chunks (of distinct states) as one batch; each state advances to first_position + rows. On
   // failure every state is left at or before its chunk's first_position.
   virtual Result<LaneLogits> forward(std::span<const LaneChunk> chunks) = 0;

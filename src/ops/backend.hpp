@@ -151,6 +151,9 @@ class Backend {
   virtual Status copy(const TensorView& from, const TensorView& to) = 0;
   // Waits until every launched op has finished.
   virtual Status synchronize() = 0;
+  // Bytes this backend could still allocate (the device's free memory plus what its allocator holds unused),
+  // or -1 where it does not say (host memory).
+  virtual int64_t free_memory_bytes() const { return -1; }
 
   // Typed launchers, called by the op entries after validation.
   virtual void embed_rows(const EmbedLaunch& launch) = 0;

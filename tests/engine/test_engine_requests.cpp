@@ -66,6 +66,21 @@ TEST(EngineRequests, OverMemoryAndStopStringsWithoutATokenizer) {
   EXPECT_TRUE(ids_only->text.empty());
 }
 
+TEST(EngineRequests, AnUnsetKvBudgetFollowsTheFreeDeviceMemory) {
+  constexpr int64_t kGiB = int64_t{1} << 30;
+  // 90% of what is free, less 2 GiB and the prompt cache; never below 256 MiB; 8 GiB when nothing is known.
+  EXPECT_EQ(auto_kv_budget(100 * kGiB, kGiB), 90 * kGiB - 3 * kGiB);
+  EXPECT_EQ(auto_kv_budget(2 * kGiB, 0), kGiB / 4);
+  EXPECT_EQ(auto_kv_budget(-1, kGiB), 8 * kGiB);
+  EngineOptions options = serial_options();
+  options.kv_budget_gib = 0;
+  options.prompt_cache_gib = 0;
+  auto engine = tiny_engine(options);  // the CPU backend does not report free memory
+  EXPECT_EQ(engine->metrics().kv_budget_bytes, 8 * kGiB);
+  options.kv_budget_gib = -1;
+  EXPECT_FALSE(Engine::create(testing::tiny_lane(), std::nullopt, options).ok());
+}
+
 TEST(EngineRequests, CancelFreesTheStreamAndItsReservation) {
   EngineOptions options = serial_options();
   options.parallel = 1;
