@@ -3,16 +3,17 @@
 # under its own time limit so that the logs of the steps that ran always come back: the whole ctest suite (CUDA
 # tests included), the kernel contract on CUDA, the exactness suite on CUDA, the CUDA tests, exactness suite and
 # contract matmul forms again with the tiled matmul alone, the kernel benchmarks, plumb bench at Gemma 4 12B
-# geometry (4-bit g64 and bf16, each with the decode matmul on and off) and transformers on the same bf16
-# weights. STEPS picks steps:
-# OUT=dir STEPS="build ctest contract exactness tiled opsbench bench4 bench4t bench16 bench16t hf" this-script
+# geometry (4-bit g64 with the lane engine section, and bf16; the 4-bit one also with the tiled matmul alone),
+# the server under 32 streaming clients (tools/bench/serve_load.py) and transformers on the same bf16 weights.
+# STEPS picks steps:
+# OUT=dir STEPS="build ctest contract exactness tiled opsbench bench4 bench4t serve bench16 bench16t hf" this-script
 # (PLUMB=path/to/plumb uses a plumb built elsewhere; BENCH_ARGS and HF_ARGS pass options to the benches;
 # PACK=file.tgz packs the logs into one file after every step, for a machine that returns few files.)
 # Needs .debs/ from tools/device/fetch-debs.sh (run where apt works). Writes OUT/steps.txt and one log a step.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-$PWD/out/validate}
-steps=${STEPS:-build ctest contract exactness tiled opsbench bench4 bench4t bench16 bench16t hf}
+steps=${STEPS:-build ctest contract exactness tiled opsbench bench4 bench4t serve bench16 bench16t hf}
 models=${MODELS:-/tmp/plumb-models}
 mkdir -p "$out" "$models"
 
@@ -55,11 +56,14 @@ bench() {
   PLUMB_CUDA_DECODE_MATMUL=$decode step "$name" 300 "$plumb" bench "$model" --backend cuda ${BENCH_ARGS:-} \
     --json "$out/$name.json"
 }
-if wanted bench4 || wanted bench4t; then
+if wanted bench4 || wanted bench4t || wanted serve; then
   model=$models/12b-4bit
   step make-4bit 120 "$plumb" make-tiny gemma4 "$model" --geometry 12b --bits 4 --group 64 && {
-    wanted bench4 && bench bench-4bit 1
+    wanted bench4 && BENCH_ARGS="${BENCH_ARGS:-} --engine-streams 1,8,32" bench bench-4bit 1
     wanted bench4t && bench bench-4bit-tiled 0
+    wanted serve && step serve 200 python3 tools/bench/serve_load.py --plumb "$plumb" --model "$model" \
+      --backend cuda --cover-vocab --context 4096 --clients 32 --requests 2 --max-tokens 128 --warmup 32 \
+      --check-solo --solo-sample 4 --json "$out/serve-load.json"
   }
   rm -rf "$model"
 fi
