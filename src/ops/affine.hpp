@@ -2,6 +2,7 @@
 // MLX affine quantization: each weight row is a little-endian bit stream, element j at bits [j*bits,
 // j*bits+bits) (LSB first), packed in u32 words; group g of `group` inputs has a bf16 scale and bias, w =
 // scale * q + bias.
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -34,6 +35,17 @@ inline uint32_t affine_code(const uint32_t* row, int64_t j, int bits) {
 // sum.
 inline float affine_value(uint16_t scale, uint16_t bias, uint32_t code) {
   return round_bf16(bf16_to_f32(scale) * static_cast<float>(code) + bf16_to_f32(bias));
+}
+
+// Whether one rounding of the exact scale * q + bias to bf16 (a packed bf16x2 fma) gives affine_value for
+// every code of a group: when bias is 0 or |bias| >= 2^-15 |scale|, with scale and bias away from the
+// subnormal and overflow ranges. The two roundings of affine_value (f32, then bf16) differ from one only
+// where scale * q is a bf16 midpoint and 0 < |bias| < 2^-24 |scale * q| (tests/ops/test_affine_rounding.cpp
+// enumerates it).
+inline bool affine_single_rounding_exact(float scale, float bias) {
+  const float s = std::fabs(scale), b = std::fabs(bias);
+  const bool in_range = s >= 0x1p-100f && s < 0x1p100f && b < 0x1p100f;
+  return in_range && (b == 0.0f || b >= s * 0x1p-15f);
 }
 
 // Packs codes (each < 2^bits) into a row of affine_row_words(codes.size(), bits) words.
