@@ -1,8 +1,9 @@
 // Times the CUDA backend's ops at Gemma 4 12B geometry on random weights: device copy bandwidth (the decode
 // bound), the layer matmuls for 1 to 128 rows (bytes moved per second against that bandwidth) and for prompt
-// rows (TFLOP/s), bf16 and MLX affine 4-bit, on the tiled kernel and for up to 32 rows on the decode kernel,
-// and attention for decode and prompt rows. Each time is the median of repeats measured with device events
-// after a warm-up; the weights span several layers so that the L2 cache holds none of them between uses.
+// rows (TFLOP/s), bf16 and MLX affine 4-bit, on the tiled kernel and (affine) for up to 32 rows on the decode
+// kernel, and attention for decode and prompt rows. Each time is the median of repeats measured with device
+// events after a warm-up; the weights span several layers so that the L2 cache holds none of them between
+// uses.
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -153,7 +154,8 @@ void time_matmuls(CudaBackend& backend, std::vector<Layer>& stack, int64_t rows,
       2.0 * params * static_cast<double>(rows) / seconds * 1e-12);
 }
 
-// The layer matmuls at 1 to 8192 rows on the tiled kernel, and at up to 32 rows on the decode kernel too.
+// The layer matmuls at 1 to 8192 rows on the tiled kernel, and affine ones at up to 32 rows on the decode
+// kernel too.
 void bench_matmuls(CudaBackend& backend, CudaBackend& decode, int bits, double bandwidth) {
   const int64_t shapes[7][2] = {{4096, kHidden}, {2048, kHidden}, {2048, kHidden}, {kHidden, 4096},
                                 {kFfn, kHidden}, {kFfn, kHidden}, {kHidden, kFfn}};
@@ -173,7 +175,7 @@ void bench_matmuls(CudaBackend& backend, CudaBackend& decode, int bits, double b
     DeviceTensor out = tensor(backend, DType::bf16, {rows, kFfn}, 8);
     require(backend.synchronize());  // the decode backend's stream reads what this one wrote
     time_matmuls(backend, stack, rows, x, out, label, layers, bytes, params, bandwidth);
-    if (rows <= 32)
+    if (rows <= 32 && bits != 0)  // the decode kernel takes affine weights only
       time_matmuls(decode, stack, rows, x, out, label + " (decode kernel)", layers, bytes, params, bandwidth);
   }
 }

@@ -15,9 +15,10 @@
 namespace plumb::cuda {
 
 struct CudaOptions {
-  // Up to 32 rows of bf16 and 2/4/8-bit affine weights through the decode matmul (k_matmul_decode.cu), which
-  // makes the tiled kernel's sums in the same order (so no bit changes) with the weight streamed into
-  // registers; off sends every row count to the tiled kernel (for comparisons).
+  // Up to 32 rows of 2/4/8-bit affine weights through the decode matmul (k_matmul_decode.cu), which makes the
+  // tiled kernel's sums in the same order (so no bit changes) with the codes streamed through shared memory;
+  // off sends every row count to the tiled kernel (for comparisons). bf16 weights always take the tiled
+  // kernel.
   bool decode_matmul = true;
 
   // The options make_cuda_backend uses: decode_matmul unless PLUMB_CUDA_DECODE_MATMUL is 0.

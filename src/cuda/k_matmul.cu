@@ -3,9 +3,9 @@
 // += a1 ...), then rounded once to bf16 (or kept f32). The K splits come from the weight shape alone; the row
 // tile only decides how many rows share a block, and whether one block or several run a row's splits changes
 // no bit (the same sums in the same order), so a row's bits never depend on the row count (I1). With the
-// backend's decode option, up to 32 rows of bf16 and 2/4/8-bit affine weights go to k_matmul_decode.cu, which
-// makes the same sums with the weight streamed into registers. Affine weights are dequantized in the kernel
-// to bf16(scale * q + bias) (k_matmul_tiles.cuh); f16 and f32 weights go to k_matmul_simt.cu.
+// backend's decode option, up to 32 rows of 2/4/8-bit affine weights go to k_matmul_decode.cu, which
+// makes the same sums with the codes streamed through shared memory. Affine weights are dequantized in the
+// kernel to bf16(scale * q + bias) (k_matmul_tiles.cuh); f16 and f32 weights go to k_matmul_simt.cu.
 #include <algorithm>
 
 #include "cuda/k_matmul_tiles.cuh"
