@@ -27,6 +27,15 @@ struct CallRequest {
   uint64_t shared_seed = 1;  // weights and caches: calls with one shared seed can trade rows (gate 2)
 };
 
+// A call for `request` with no inputs or outputs yet: its row count, seed and inputs kind recorded.
+inline Call empty_call(const CallRequest& request) {
+  Call call;
+  call.inputs_kind = std::string(inputs_name(request.inputs));
+  call.seed = request.seed;
+  call.rows = request.rows;
+  return call;
+}
+
 class Form {
  public:
   Form(std::string op, std::string name, std::string dims)

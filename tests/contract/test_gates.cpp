@@ -24,10 +24,7 @@ class SmallAdd final : public Form {
   SmallAdd() : Form("add", "add/test", "[rows, 24]") { stresses = {Inputs::extremes}; }
   Call make_call(const CallRequest& request) const override {
     Rng rng(request.seed);
-    Call call;
-    call.inputs_kind = std::string(inputs_name(request.inputs));
-    call.seed = request.seed;
-    call.rows = request.rows;
+    Call call = empty_call(request);
     for (const char* name : {"a", "b"})
       call.inputs.push_back(
           forms::bf16_data(name, {request.rows, kWidth},

@@ -41,10 +41,7 @@ class AttentionForm final : public Form {
 
   Call make_call(const CallRequest& request) const override {
     Rng rng(request.seed);
-    Call call;
-    call.inputs_kind = std::string(inputs_name(request.inputs));
-    call.seed = request.seed;
-    call.rows = request.rows;
+    Call call = empty_call(request);
     const int64_t capacity = capacity_for(request.inputs);
     const auto [low, high] = first_positions(request.inputs, request.rows, capacity);
     const int64_t first = rng.integer(low, high);

@@ -17,10 +17,7 @@ constexpr int64_t kLastPosition = 2147483647;  // the largest i32 position
 
 // A call with the request's key and value rows [rows, kv_heads, dim] as its first two inputs.
 Call key_value_rows(const CallRequest& request, Rng& rng, int64_t kv_heads, int64_t dim) {
-  Call call;
-  call.inputs_kind = std::string(inputs_name(request.inputs));
-  call.seed = request.seed;
-  call.rows = request.rows;
+  Call call = empty_call(request);
   const Shape rows{request.rows, kv_heads, dim};
   const int64_t width = kv_heads * dim;
   for (const char* name : {"keys", "values"})

@@ -141,10 +141,7 @@ class MatmulForm final : public Form {
 
   Call make_call(const CallRequest& request) const override {
     Rng rng(request.seed);
-    Call call;
-    call.inputs_kind = std::string(inputs_name(request.inputs));
-    call.seed = request.seed;
-    call.rows = request.rows;
+    Call call = empty_call(request);
     const std::vector<uint16_t> x = request.inputs == Inputs::fractions
                                         ? integers_bf16(rng, request.rows * spec_.in, -8, 8)
                                         : activations(request.inputs, rng, request.rows, spec_.in, 1.0);
@@ -199,10 +196,7 @@ class EmbedForm final : public Form {
 
   Call make_call(const CallRequest& request) const override {
     Rng rng(request.seed);
-    Call call;
-    call.inputs_kind = std::string(inputs_name(request.inputs));
-    call.seed = request.seed;
-    call.rows = request.rows;
+    Call call = empty_call(request);
     std::vector<int32_t> ids(static_cast<size_t>(request.rows));
     for (auto& id : ids) id = static_cast<int32_t>(rng.integer(0, spec_.out - 1));
     if (!ids.empty()) ids.back() = static_cast<int32_t>(spec_.out - 1);

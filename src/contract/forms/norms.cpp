@@ -40,10 +40,7 @@ class NormForm : public Form {
   // x [rows, heads, dim] (or [rows, dim] when heads is 0) and, when weighted, the bf16 weight (around 1).
   Call norm_call(const CallRequest& request) const {
     Rng rng(request.seed);
-    Call call;
-    call.inputs_kind = std::string(inputs_name(request.inputs));
-    call.seed = request.seed;
-    call.rows = request.rows;
+    Call call = empty_call(request);
     const int64_t width = std::max<int64_t>(heads_, 1) * dim_;
     Shape shape = heads_ > 0 ? Shape{request.rows, heads_, dim_} : Shape{request.rows, dim_};
     call.inputs.push_back(

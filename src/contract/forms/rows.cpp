@@ -40,10 +40,7 @@ class RowForm final : public Form {
 
   Call make_call(const CallRequest& request) const override {
     Rng rng(request.seed);
-    Call call;
-    call.inputs_kind = std::string(inputs_name(request.inputs));
-    call.seed = request.seed;
-    call.rows = request.rows;
+    Call call = empty_call(request);
     const Shape shape{request.rows, width_};
     // soft_cap sees logits around the cap; the others hidden-state magnitudes.
     const double scale = op_ == RowOp::soft_cap ? 40.0 : 2.0;
@@ -129,10 +126,7 @@ class ArgmaxForm final : public Form {
 
   Call make_call(const CallRequest& request) const override {
     Rng rng(request.seed);
-    Call call;
-    call.inputs_kind = std::string(inputs_name(request.inputs));
-    call.seed = request.seed;
-    call.rows = request.rows;
+    Call call = empty_call(request);
     std::vector<uint16_t> values = request.inputs == Inputs::ties
                                        ? integers_bf16(rng, request.rows * width_, -3, 3)
                                        : activations(request.inputs, rng, request.rows, width_, 8.0);
