@@ -111,13 +111,29 @@ constexpr int code_position(int bits, int slot) {
   return bits == 2 ? (slot / 2) * 16 + (slot % 2) * 2 : (slot % 2) * bits;
 }
 
+// ops::affine_single_rounding_exact (src/ops/affine.hpp, enumerated by tests/ops/test_affine_rounding.cpp): one
+// rounding of scale * q + bias to bf16 equals bf16(f32(scale * q) + bias) for every code.
+__device__ __forceinline__ bool single_rounding_exact(float scale, float bias) {
+  const float s = fabsf(scale), b = fabsf(bias);
+  return s >= 0x1p-100f && s < 0x1p100f && b < 0x1p100f && (b == 0.0f || b >= s * 0x1p-15f);
+}
+
+// d = a * b + c on bf16 pairs, rounded once.
+__device__ __forceinline__ uint32_t fma_bf16x2(uint32_t a, uint32_t b, uint32_t c) {
+  uint32_t d;
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+
 // The scale, bias and fma offsets of one 32-wide half-row, and whether every lane of the warp may take the
-// fma form (k_matmul_tiles.cuh's rule: a huge scale or a bias of -0 takes the plain product).
+// fma form (k_matmul_tiles.cuh's rule: a huge scale or a bias of -0 takes the plain product) or, for codes
+// below 2^6, the packed bf16x2 form (single_rounding_exact).
 template <int kBits>
 struct HalfRow {
   float scale, bias;
   float offset[4];
-  bool fast;
+  uint32_t scale_pair, bias_pair;  // bf16 scale and bias in both halves
+  bool fast, packed;
 };
 
 template <int kBits>
@@ -130,6 +146,9 @@ __device__ __forceinline__ HalfRow<kBits> half_row(uint32_t scale_bias) {
     half.offset[slot] = -half.scale * static_cast<float>(1 << (23 - code_position(kBits, slot)));
   const bool fast = fabsf(half.scale) < 0x1p100f && !(half.bias == 0.0f && signbit(half.bias));
   half.fast = __all_sync(0xffffffffu, fast);
+  half.scale_pair = (scale_bias & 0xffffu) * 0x10001u;
+  half.bias_pair = (scale_bias >> 16) * 0x10001u;
+  half.packed = kBits <= 6 && __all_sync(0xffffffffu, single_rounding_exact(half.scale, half.bias));
   return half;
 }
 
@@ -141,12 +160,21 @@ __device__ __forceinline__ float magic_code(uint32_t w) {
 }
 
 // bf16(scale * q + bias) for codes at slots kSlot and kSlot + 1 of w, as a bf16 pair (the lower k in the low
-// half). scale * q is exact in fp32 either way: fma(scale, 2^e + q, -scale * 2^e), or scale * float(q) when
+// half): with the packed form, one bf16x2 fma where one rounding gives those bits; else scale * q is exact in
+// fp32 either way: fma(scale, 2^e + q, -scale * 2^e), or scale * float(q) when
 // some lane of the warp needs the plain form (which gives the same value wherever the fma form applies).
 template <int kBits, int kSlot>
 __device__ __forceinline__ uint32_t dequantize_pair(uint32_t w, const HalfRow<kBits>& half) {
   constexpr int kLow = code_position(kBits, kSlot), kHigh = code_position(kBits, kSlot + 1);
   constexpr uint32_t kMask = (1u << kBits) - 1u;
+  if constexpr (kBits <= 6) {
+    if (half.packed) {
+      // bf16 128 + q in each half (exact below 2^7), minus 128 exactly, then one rounding of scale * q + bias.
+      const uint32_t codes = ((w >> kLow) & kMask) | ((w >> kHigh) & kMask) << 16;
+      const uint32_t q = fma_bf16x2(codes | 0x43004300u, 0x3f803f80u, 0xc300c300u);
+      return fma_bf16x2(half.scale_pair, q, half.bias_pair);
+    }
+  }
   float low, high;
   if (half.fast) {
     low = __fmaf_rn(half.scale, magic_code<kBits, kLow>(w), half.offset[kSlot]) + half.bias;
