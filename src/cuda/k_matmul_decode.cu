@@ -8,6 +8,7 @@
 // sums in split order, so no second launch is needed. bf16 weights take the tiled kernel, which streams them
 // faster at these row counts (65% against 45% of the copy bound at 1 row, measured on the H200).
 #include <algorithm>
+#include <type_traits>
 
 #include "cuda/k_matmul_fragments.cuh"
 #include "cuda/launchers.hpp"
@@ -21,13 +22,19 @@ namespace {
 constexpr int64_t kSegmentBytes = 32 * 1024;  // x staged per block at a time, so that two blocks fit an SM
 constexpr int64_t kTableBytes = 32 * 1024;    // scale-bias table staged per block at a time
 constexpr int kTableRowWords = kDecodeWarpCols * 2;  // one warp's tile: [16 columns][2 halves]
+static_assert(kTableRowWords == 32, "a warp's lanes fill one table row");
+
+// Bytes of the table rows' packed flags, rounded up so that x stays 16-byte aligned.
+__host__ __device__ constexpr int flag_bytes(int segment_tiles) {
+  return (kDecodeWarps * segment_tiles + 15) / 16 * 16;
+}
 
 // Rows of x for k tiles [kt, kt + tiles) into shared memory (row stride row_bytes, zeros past k), then a
 // zero 16-byte row that absent rows' ldmatrix addresses point at.
 __device__ void stage_x(char* shared, const DecodeParams& p, int64_t kt, int tiles, int row_bytes) {
-  const int64_t chunks = tiles * (kTileK / 8);
-  for (int64_t i = threadIdx.x; i < p.rows * chunks; i += kDecodeThreads) {
-    const int64_t r = i / chunks, c = i % chunks;
+  const int chunks = tiles * (kTileK / 8);
+  for (int i = threadIdx.x; i < static_cast<int>(p.rows) * chunks; i += kDecodeThreads) {
+    const int r = i / chunks, c = i - r * chunks;
     const int64_t col = kt * kTileK + c * 8;
     const bool present = col < p.k;
     const uint16_t* source = p.x + r * p.x_stride + (present ? col : 0);
@@ -42,28 +49,40 @@ __device__ void stage_x(char* shared, const DecodeParams& p, int64_t kt, int til
   copy_commit();
 }
 
-// The scale-bias table of tiles [kt, kt + tiles) for every warp's columns: row (warp * segment_tiles + tile)
-// holds [16 columns][2 halves] of scale | bias << 16, zero for halves past k (as their codes).
-__device__ void stage_scales(uint32_t* table, const DecodeParams& p, int64_t kt, int tiles) {
-  const int64_t per_warp = int64_t{tiles} * kTableRowWords;
-  for (int64_t i = threadIdx.x; i < kDecodeWarps * per_warp; i += kDecodeThreads) {
-    const int64_t warp = i / per_warp, tile = i % per_warp / kTableRowWords;
-    const int64_t column = i % kTableRowWords / 2, half = i % 2;
-    const int64_t n = min(blockIdx.x * int64_t{kDecodeBlockCols} + warp * kDecodeWarpCols + column, p.n - 1);
-    const int64_t k_half = (kt + tile) * kTileK + half * 32;
-    const int64_t e = n * p.groups + (k_half < p.k ? k_half >> p.group_shift : 0);
-    table[(warp * p.segment_tiles + tile) * kTableRowWords + column * 2 + half] =
-        k_half < p.k ? load_short(p.scales + e) | load_short(p.biases + e) << 16 : 0u;
+// The scale-bias table of tiles [kt, kt + tiles): row (warp * segment_tiles + tile) holds the warp's [16
+// columns][2 halves] of scale | bias << 16 (zero for halves past k, as their codes), and packed[row] says
+// whether every half of the row is single_rounding_exact. Thread (warp, lane) fills entry `lane` of its own
+// warp's rows, so one vote gives the row's flag.
+__device__ void stage_scales(uint32_t* table, uint8_t* packed, const DecodeParams& p, int64_t kt, int tiles) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t n = min(blockIdx.x * int64_t{kDecodeBlockCols} + warp * kDecodeWarpCols + lane / 2, p.n - 1);
+  const uint16_t* scales = p.scales + n * p.groups;
+  const uint16_t* biases = p.biases + n * p.groups;
+#pragma unroll 2
+  for (int tile = 0; tile < tiles; ++tile) {
+    const int64_t k_half = (kt + tile) * kTileK + (lane % 2) * 32;
+    uint32_t entry = 0u;
+    bool exact = true;
+    if (k_half < p.k) {
+      const int64_t group = k_half >> p.group_shift;
+      const uint32_t scale = __ldg(scales + group), bias = __ldg(biases + group);
+      entry = scale | bias << 16;
+      exact = single_rounding_exact(bf16_value(static_cast<uint16_t>(scale)),
+                                    bf16_value(static_cast<uint16_t>(bias)));
+    }
+    const int row = warp * p.segment_tiles + tile;
+    table[row * kTableRowWords + lane] = entry;
+    const bool all = __all_sync(0xffffffffu, exact);
+    if (lane == 0) packed[row] = all ? 1 : 0;
   }
 }
 
-// acc += x[:, tile] · W[tile columns]ᵀ for k16 step kStep of the tile.
-template <int kBits, int kMTiles, int kStep>
-__device__ __forceinline__ void multiply_step(const WeightTile<kBits>& tile,
-                                              const HalfRow<kBits> (&halves)[kDecodeNTiles][2],
-                                              const DecodeParams& p, const char* shared, int row_bytes,
-                                              int64_t kt, int local,
-                                              float (&acc)[kMTiles][kDecodeNTiles][4]) {
+// acc += x[:, tile] · W[tile columns]ᵀ for k16 step kStep of the tile; fragment(step, j, b0, b1) builds the
+// weight registers.
+template <int kMTiles, int kStep, class Fragment>
+__device__ __forceinline__ void multiply_step(const DecodeParams& p, const char* shared, int row_bytes,
+                                              int64_t kt, int local, float (&acc)[kMTiles][kDecodeNTiles][4],
+                                              const Fragment& fragment) {
   const int lane = threadIdx.x % 32;
   uint32_t a[kMTiles][4];
 #pragma unroll
@@ -76,17 +95,38 @@ __device__ __forceinline__ void multiply_step(const WeightTile<kBits>& tile,
 #pragma unroll
   for (int j = 0; j < kDecodeNTiles; ++j) {
     uint32_t b0 = 0, b1 = 0;
-    if (step_present) affine_fragment<kBits, kStep>(tile, j, halves[j][kStep / 2], b0, b1);
+    if (step_present) fragment(std::integral_constant<int, kStep>{}, j, b0, b1);
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) mma_bf16(acc[mt][j], a[mt], b0, b1);
   }
 }
 
-// The tile's four k16 steps in order; affine half-rows' scales, biases and forms are read once per tile.
+template <int kMTiles, class Fragment>
+__device__ __forceinline__ void multiply_steps(const DecodeParams& p, const char* shared, int row_bytes,
+                                               int64_t kt, int local, float (&acc)[kMTiles][kDecodeNTiles][4],
+                                               const Fragment& fragment) {
+  multiply_step<kMTiles, 0>(p, shared, row_bytes, kt, local, acc, fragment);
+  multiply_step<kMTiles, 1>(p, shared, row_bytes, kt, local, acc, fragment);
+  multiply_step<kMTiles, 2>(p, shared, row_bytes, kt, local, acc, fragment);
+  multiply_step<kMTiles, 3>(p, shared, row_bytes, kt, local, acc, fragment);
+}
+
+// The tile's four k16 steps in order: with bf16x2 fmas where the table says every half-row of the tile
+// allows one rounding, else through f32 with the half-rows' scales, biases and forms read once per tile.
 template <int kBits, int kMTiles>
-__device__ __forceinline__ void multiply_tile(const WeightTile<kBits>& tile, const DecodeParams& p,
-                                              const char* shared, int row_bytes, int64_t kt, int local,
+__device__ __forceinline__ void multiply_tile(const WeightTile<kBits>& tile, bool packed,
+                                              const DecodeParams& p, const char* shared, int row_bytes,
+                                              int64_t kt, int local,
                                               float (&acc)[kMTiles][kDecodeNTiles][4]) {
+  if constexpr (kPackable<kBits>) {
+    if (packed) {
+      multiply_steps<kMTiles>(p, shared, row_bytes, kt, local, acc,
+                              [&](auto step, int j, uint32_t& b0, uint32_t& b1) {
+                                packed_fragment<kBits, decltype(step)::value>(tile, j, b0, b1);
+                              });
+      return;
+    }
+  }
   // With groups of 64 or more both halves of a tile share one scale and bias.
   HalfRow<kBits> halves[kDecodeNTiles][2];
 #pragma unroll
@@ -94,10 +134,11 @@ __device__ __forceinline__ void multiply_tile(const WeightTile<kBits>& tile, con
     halves[j][0] = half_row<kBits>(tile.scale_bias[j][0]);
     halves[j][1] = p.group_shift >= 6 ? halves[j][0] : half_row<kBits>(tile.scale_bias[j][1]);
   }
-  multiply_step<kBits, kMTiles, 0>(tile, halves, p, shared, row_bytes, kt, local, acc);
-  multiply_step<kBits, kMTiles, 1>(tile, halves, p, shared, row_bytes, kt, local, acc);
-  multiply_step<kBits, kMTiles, 2>(tile, halves, p, shared, row_bytes, kt, local, acc);
-  multiply_step<kBits, kMTiles, 3>(tile, halves, p, shared, row_bytes, kt, local, acc);
+  multiply_steps<kMTiles>(p, shared, row_bytes, kt, local, acc,
+                          [&](auto step, int j, uint32_t& b0, uint32_t& b1) {
+                            constexpr int kStep = decltype(step)::value;
+                            affine_fragment<kBits, kStep>(tile, j, halves[j][kStep / 2], b0, b1);
+                          });
 }
 
 __device__ __forceinline__ void store(const DecodeParams& p, int64_t row, int64_t col, float value) {
@@ -144,14 +185,16 @@ __global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<kBits, kMTiles>)
   const int64_t kt0 = split * p.tiles_per_split;
   const int tiles = static_cast<int>(min(kt0 + p.tiles_per_split, p.k_tiles) - kt0);
   const int row_bytes = p.segment_tiles * 128 + 16;
-  // Shared memory: the codes ring ([warps][slots][slot bytes]), the scale-bias table, then x.
+  // Shared memory: the codes ring ([warps][slots][slot bytes]), the scale-bias table, its packed flags, x.
   char* ring = shared + warp * kSlots * kSlotBytes<kBits>;
   uint32_t* table = reinterpret_cast<uint32_t*>(shared + kDecodeWarps * kSlots * kSlotBytes<kBits>);
-  char* x_rows = reinterpret_cast<char*>(table + kDecodeWarps * p.segment_tiles * kTableRowWords);
+  uint8_t* packed = reinterpret_cast<uint8_t*>(table + kDecodeWarps * p.segment_tiles * kTableRowWords);
+  char* x_rows = reinterpret_cast<char*>(packed) + flag_bytes(p.segment_tiles);
+  const CodeSource<kBits> source(p, col0);
   // One commit group per tile (empty past the split), so tile t's copy is done once kSlots - 2 are pending.
 #pragma unroll
   for (int i = 0; i < kSlots - 1; ++i) {
-    if (i < tiles) copy_codes<kBits>(ring + i * kSlotBytes<kBits>, p, col0, kt0 + i);
+    if (i < tiles) source.copy(ring + i * kSlotBytes<kBits>, p, kt0 + i);
     copy_commit();
   }
   float acc[kMTiles][kDecodeNTiles][4] = {};
@@ -161,22 +204,22 @@ __global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<kBits, kMTiles>)
       if (t > 0) __syncthreads();
       segment = t;
       const int staged = min(p.segment_tiles, tiles - t);
-      stage_scales(table, p, kt0 + t, staged);
+      stage_scales(table, packed, p, kt0 + t, staged);
       stage_x(x_rows, p, kt0 + t, staged, row_bytes);
       copy_wait<0>();
       __syncthreads();
     }
     copy_wait<kSlots - 2>();
     __syncwarp();
+    const int row = warp * p.segment_tiles + (t - segment);
     WeightTile<kBits> tile;
-    read_tile<kBits>(tile, ring + (t % kSlots) * kSlotBytes<kBits>,
-                     table + (warp * p.segment_tiles + (t - segment)) * kTableRowWords);
+    read_tile<kBits>(tile, ring + (t % kSlots) * kSlotBytes<kBits>, table + row * kTableRowWords);
+    const bool tile_packed = packed[row] != 0;
     __syncwarp();  // every lane has read the slot the next copy refills
     if (t + kSlots - 1 < tiles)
-      copy_codes<kBits>(ring + ((t + kSlots - 1) % kSlots) * kSlotBytes<kBits>, p, col0,
-                        kt0 + t + kSlots - 1);
+      source.copy(ring + ((t + kSlots - 1) % kSlots) * kSlotBytes<kBits>, p, kt0 + t + kSlots - 1);
     copy_commit();
-    multiply_tile<kBits, kMTiles>(tile, p, x_rows, row_bytes, kt0 + t, t - segment, acc);
+    multiply_tile<kBits, kMTiles>(tile, tile_packed, p, x_rows, row_bytes, kt0 + t, t - segment, acc);
   }
   copy_wait<0>();
   const bool to_partial = p.splits > 1;
@@ -207,7 +250,8 @@ cudaError_t run_decode(DecodeParams p, cudaStream_t stream) {
       static_cast<int>(std::max<int64_t>(1, std::min({p.tiles_per_split, x_tiles, table_tiles})));
   const size_t ring = size_t{kDecodeWarps} * kRingSlots<kBits> * kSlotBytes<kBits>;
   const size_t table = size_t{kDecodeWarps} * p.segment_tiles * kTableRowWords * 4;
-  const size_t shared = ring + table + static_cast<size_t>(p.rows * (p.segment_tiles * 128 + 16) + 16);
+  const size_t shared = ring + table + flag_bytes(p.segment_tiles) +
+                        static_cast<size_t>(p.rows * (p.segment_tiles * 128 + 16) + 16);
   if (shared > 48 * 1024) {
     const cudaError_t code =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared));

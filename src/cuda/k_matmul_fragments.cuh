@@ -51,22 +51,39 @@ constexpr int kSlotBytes = kDecodeWarpCols* kTileK* kBits / 8;
 template <int kBits>
 constexpr int kRingSlots = 4096 / kSlotBytes<kBits>;
 
-// Queues the copy of tile `kt` of the warp's columns [col0, col0 + 16) into `slot`: 16-byte chunks, column
-// by column. Absent columns copy the last column (their sums are never stored); chunks past k are zero.
+// Each lane's share of copying a warp's tile of codes: 16-byte chunks, column by column, with the source
+// row computed once per block. Absent columns copy the last column (their sums are never stored); chunks past
+// k are zero.
 template <int kBits>
-__device__ __forceinline__ void copy_codes(char* slot, const DecodeParams& p, int64_t col0, int64_t kt) {
-  constexpr int kChunksPerColumn = kBits / 2;  // 64 codes of kBits bits in 16-byte chunks
-  constexpr int kChunks = kDecodeWarpCols * kChunksPerColumn;
-  const int lane = threadIdx.x % 32;
+struct CodeSource {
+  static constexpr int kPerColumn = kBits / 2;  // 64 codes of kBits bits in 16-byte chunks
+  static constexpr int kChunks = kDecodeWarpCols * kPerColumn;
+  static constexpr int kCopies = (kChunks + 31) / 32;
+  const uint32_t* chunk[kCopies];  // the chunk's words in tile 0
+  int k_offset[kCopies];           // the chunk's first code within a tile
+
+  __device__ __forceinline__ CodeSource(const DecodeParams& p, int64_t col0) {
+    const int lane = threadIdx.x % 32;
 #pragma unroll
-  for (int q = lane; q < kChunks; q += 32) {
-    const int column = q / kChunksPerColumn, c = q % kChunksPerColumn;
-    const int64_t n = min(col0 + column, p.n - 1);
-    const int64_t word = kt * 2 * kBits + 4 * c;
-    const bool present = word * 32 / kBits < p.k;
-    copy16(slot + q * 16, p.packed + n * p.row_words + (present ? word : 0), present);
+    for (int i = 0; i < kCopies; ++i) {
+      const int q = min(lane + 32 * i, kChunks - 1), column = q / kPerColumn, c = q % kPerColumn;
+      chunk[i] = p.packed + min(col0 + column, p.n - 1) * p.row_words + 4 * c;
+      k_offset[i] = c * (128 / kBits);
+    }
   }
-}
+
+  // Queues the copy of tile `kt` into `slot`.
+  __device__ __forceinline__ void copy(char* slot, const DecodeParams& p, int64_t kt) const {
+    const int lane = threadIdx.x % 32;
+#pragma unroll
+    for (int i = 0; i < kCopies; ++i) {
+      const int q = lane + 32 * i;
+      if (q >= kChunks) break;
+      const bool present = kt * kTileK + k_offset[i] < p.k;
+      copy16(slot + q * 16, present ? chunk[i] + kt * 2 * kBits : chunk[i], present);
+    }
+  }
+};
 
 // One 64-wide k tile of a warp's columns: the lane's column's 16-byte code chunks for each of its two column
 // tiles, and each 32-wide half's scale (low 16 bits) and bias (high 16 bits).
@@ -111,8 +128,8 @@ constexpr int code_position(int bits, int slot) {
   return bits == 2 ? (slot / 2) * 16 + (slot % 2) * 2 : (slot % 2) * bits;
 }
 
-// ops::affine_single_rounding_exact (src/ops/affine.hpp, enumerated by tests/ops/test_affine_rounding.cpp): one
-// rounding of scale * q + bias to bf16 equals bf16(f32(scale * q) + bias) for every code.
+// ops::affine_single_rounding_exact (src/ops/affine.hpp, enumerated by tests/ops/test_affine_rounding.cpp):
+// one rounding of scale * q + bias to bf16 equals bf16(f32(scale * q) + bias) for every code.
 __device__ __forceinline__ bool single_rounding_exact(float scale, float bias) {
   const float s = fabsf(scale), b = fabsf(bias);
   return s >= 0x1p-100f && s < 0x1p100f && b < 0x1p100f && (b == 0.0f || b >= s * 0x1p-15f);
@@ -126,14 +143,12 @@ __device__ __forceinline__ uint32_t fma_bf16x2(uint32_t a, uint32_t b, uint32_t 
 }
 
 // The scale, bias and fma offsets of one 32-wide half-row, and whether every lane of the warp may take the
-// fma form (k_matmul_tiles.cuh's rule: a huge scale or a bias of -0 takes the plain product) or, for codes
-// below 2^6, the packed bf16x2 form (single_rounding_exact).
+// fma form (k_matmul_tiles.cuh's rule: a huge scale or a bias of -0 takes the plain product).
 template <int kBits>
 struct HalfRow {
   float scale, bias;
   float offset[4];
-  uint32_t scale_pair, bias_pair;  // bf16 scale and bias in both halves
-  bool fast, packed;
+  bool fast;
 };
 
 template <int kBits>
@@ -146,9 +161,6 @@ __device__ __forceinline__ HalfRow<kBits> half_row(uint32_t scale_bias) {
     half.offset[slot] = -half.scale * static_cast<float>(1 << (23 - code_position(kBits, slot)));
   const bool fast = fabsf(half.scale) < 0x1p100f && !(half.bias == 0.0f && signbit(half.bias));
   half.fast = __all_sync(0xffffffffu, fast);
-  half.scale_pair = (scale_bias & 0xffffu) * 0x10001u;
-  half.bias_pair = (scale_bias >> 16) * 0x10001u;
-  half.packed = kBits <= 6 && __all_sync(0xffffffffu, single_rounding_exact(half.scale, half.bias));
   return half;
 }
 
@@ -160,21 +172,12 @@ __device__ __forceinline__ float magic_code(uint32_t w) {
 }
 
 // bf16(scale * q + bias) for codes at slots kSlot and kSlot + 1 of w, as a bf16 pair (the lower k in the low
-// half): with the packed form, one bf16x2 fma where one rounding gives those bits; else scale * q is exact in
-// fp32 either way: fma(scale, 2^e + q, -scale * 2^e), or scale * float(q) when
+// half). scale * q is exact in fp32 either way: fma(scale, 2^e + q, -scale * 2^e), or scale * float(q) when
 // some lane of the warp needs the plain form (which gives the same value wherever the fma form applies).
 template <int kBits, int kSlot>
 __device__ __forceinline__ uint32_t dequantize_pair(uint32_t w, const HalfRow<kBits>& half) {
   constexpr int kLow = code_position(kBits, kSlot), kHigh = code_position(kBits, kSlot + 1);
   constexpr uint32_t kMask = (1u << kBits) - 1u;
-  if constexpr (kBits <= 6) {
-    if (half.packed) {
-      // bf16 128 + q in each half (exact below 2^7), minus 128 exactly, then one rounding of scale * q + bias.
-      const uint32_t codes = ((w >> kLow) & kMask) | ((w >> kHigh) & kMask) << 16;
-      const uint32_t q = fma_bf16x2(codes | 0x43004300u, 0x3f803f80u, 0xc300c300u);
-      return fma_bf16x2(half.scale_pair, q, half.bias_pair);
-    }
-  }
   float low, high;
   if (half.fast) {
     low = __fmaf_rn(half.scale, magic_code<kBits, kLow>(w), half.offset[kSlot]) + half.bias;
@@ -186,7 +189,7 @@ __device__ __forceinline__ uint32_t dequantize_pair(uint32_t w, const HalfRow<kB
   return bf16_pair(low, high);
 }
 
-// b0 and b1 of k step s (0..3) of column tile j from a loaded tile.
+// b0 and b1 of k step kStep (0..3) of column tile j from a loaded tile, through f32 (two roundings).
 template <int kBits, int kStep>
 __device__ __forceinline__ void affine_fragment(const WeightTile<kBits>& tile, int j,
                                                 const HalfRow<kBits>& half, uint32_t& b0, uint32_t& b1) {
@@ -207,6 +210,53 @@ __device__ __forceinline__ void affine_fragment(const WeightTile<kBits>& tile, i
   }
   b0 = dequantize_pair<kBits, 0>(first, half);
   b1 = dequantize_pair<kBits, 2>(second, half);
+}
+
+// Whether a tile may take packed_fragment: 2- and 4-bit codes (128 + q is exact in bf16 below 2^7).
+template <int kBits>
+constexpr bool kPackable = kBits == 2 || kBits == 4;
+
+// The lane's codes of k step kStep of column tile j as bf16 pairs 128 + q, (2t, 2t + 1) in p0 and
+// (2t + 8, 2t + 9) in p1 (the lower k in the low half).
+template <int kBits, int kStep>
+__device__ __forceinline__ void magic_pairs(const WeightTile<kBits>& tile, int j, uint32_t& p0,
+                                            uint32_t& p1) {
+  constexpr uint32_t kMagic = 0x43004300u;  // bf16 128 in both halves
+  const int t = threadIdx.x % 4;
+  if constexpr (kBits == 4) {
+    // Byte t of words 2s and 2s + 1 holds codes (2t, 2t + 1) and (2t + 8, 2t + 9); x * 0x1001 puts the
+    // byte's high nibble at bit 16 (x < 256, so no carries).
+    const uint32_t first = __byte_perm(word_of<(2 * kStep) % 4>(tile.chunk[j][kStep / 2]), 0u, 0x4440u | t);
+    const uint32_t second =
+        __byte_perm(word_of<(2 * kStep + 1) % 4>(tile.chunk[j][kStep / 2]), 0u, 0x4440u | t);
+    p0 = ((first * 0x1001u) & 0x000f000fu) | kMagic;
+    p1 = ((second * 0x1001u) & 0x000f000fu) | kMagic;
+  } else {
+    // Word s holds k 16s..16s+15; after >> 4t the lane's codes sit at bits 0, 2, 16 and 18.
+    const uint32_t x = word_of<kStep>(tile.chunk[j][0]) >> (4 * t);
+    p0 = (x & 0x3u) | ((x << 14) & 0x30000u) | kMagic;
+    p1 = ((x >> 16) & 0x3u) | ((x >> 2) & 0x30000u) | kMagic;
+  }
+}
+
+// bf16(scale * q + bias) for a pair of codes given as bf16 128 + q: 128 + q - 128 is exact, then one fma
+// rounds scale * q + bias once, which equals the two roundings wherever single_rounding_exact holds.
+__device__ __forceinline__ uint32_t packed_pair(uint32_t magic, uint32_t scale_pair, uint32_t bias_pair) {
+  const uint32_t q = fma_bf16x2(magic, 0x3f803f80u, 0xc300c300u);
+  return fma_bf16x2(scale_pair, q, bias_pair);
+}
+
+// b0 and b1 of k step kStep of column tile j where every half-row of the tile is single_rounding_exact.
+template <int kBits, int kStep>
+__device__ __forceinline__ void packed_fragment(const WeightTile<kBits>& tile, int j, uint32_t& b0,
+                                                uint32_t& b1) {
+  const uint32_t scale_bias = tile.scale_bias[j][kStep / 2];
+  const uint32_t scale_pair = __byte_perm(scale_bias, 0u, 0x1010u);
+  const uint32_t bias_pair = __byte_perm(scale_bias, 0u, 0x3232u);
+  uint32_t p0, p1;
+  magic_pairs<kBits, kStep>(tile, j, p0, p1);
+  b0 = packed_pair(p0, scale_pair, bias_pair);
+  b1 = packed_pair(p1, scale_pair, bias_pair);
 }
 
 }  // namespace plumb::cuda::matmul

@@ -2,6 +2,7 @@
 // the bits of the dense weight they dequantize to; a row's bits never depend on how many rows share the call
 // (1 to 128 rows, and 1100 rows where one block runs all K splits) or on the alignment of x; the decode
 // kernel (up to 32 rows) gives the tiled kernel's bits for every format it takes; repeats are identical.
+#include <cmath>
 #include <random>
 
 #include "core/half.hpp"
@@ -233,6 +234,63 @@ TEST(CudaMatmul, DecodeKernelGivesTheTiledKernelsBits) {
         testing::expect_same_bits(what + " f32",
                                   run_matmul(*decode_gpu(), decode.weight, part, rows, DType::f32),
                                   run_matmul(*tiled_gpu(), tiled.weight, part, rows, DType::f32), 4);
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+}
+
+// bf16(scale * q + bias) rounded once from the exact value, as a packed bf16x2 fma would give it.
+float round_once(double exact) {
+  if (exact == 0.0) return static_cast<float>(exact);
+  int exponent = 0;
+  const double fraction = std::frexp(exact, &exponent);
+  return static_cast<float>(std::ldexp(std::nearbyint(std::ldexp(fraction, 8)), exponent - 8));
+}
+
+// Groups where one rounding of scale * q + bias differs from the reference's two (a bias below 2^-24 of
+// scale * q at a bf16 midpoint), biases of -0 and scales too large for the fma form, sprinkled over the
+// weight: the decode kernel takes its f32 path for their tiles and still gives the tiled kernel's bits.
+TEST(CudaMatmul, DecodeKernelKeepsTwoRoundingsWhereOneWouldDiffer) {
+  PLUMB_GPU_OR_SKIP();
+  ASSERT_NE(decode_gpu(), nullptr);
+  ASSERT_NE(tiled_gpu(), nullptr);
+  struct Case {
+    int64_t out, in;
+    int bits, group;
+  };
+  for (const Case c : {Case{1024, 3840, 4, 64}, Case{1024, 3840, 4, 32}, Case{1024, 3840, 2, 32}}) {
+    const Values w = ops::testing::random_bf16(73, c.out * c.in, -1, 1);
+    ops::AffineTensor q =
+        ops::affine_quantize(std::vector<float>(w.begin(), w.end()), c.out, c.in, c.bits, c.group);
+    const int64_t groups = c.in / c.group;
+    int64_t differing = 0;
+    for (int64_t e = 0; e < c.out * groups; ++e) {
+      if (e % 7 == 3) {
+        q.scales[e] = f32_to_bf16(1.0078125f);  // 3 * scale is a bf16 midpoint
+        q.biases[e] = f32_to_bf16(-0x1p-26f);
+        for (int64_t j = 0; j < c.group; ++j) {
+          const uint32_t code = ops::affine_code(q.packed.data() + e / groups * (c.in * c.bits / 32),
+                                                 e % groups * c.group + j, c.bits);
+          const double exact = 1.0078125 * code - 0x1p-26;
+          differing += round_once(exact) != ops::affine_value(q.scales[e], q.biases[e], code);
+        }
+      } else if (e % 17 == 1) {
+        q.biases[e] = 0x8000;  // -0
+      } else if (e % 23 == 2) {
+        q.scales[e] = f32_to_bf16(0x1p101f);
+      }
+    }
+    ASSERT_GT(differing, 0) << "the planted groups must hold codes where one rounding differs";
+    const testing::DeviceWeight tiled = testing::affine_weight(*tiled_gpu(), q, c.out, c.in, c.bits, c.group);
+    const testing::DeviceWeight decode =
+        testing::affine_weight(*decode_gpu(), q, c.out, c.in, c.bits, c.group);
+    const Values x = ops::testing::random_bf16(74, 17 * c.in, -2, 2);
+    for (int64_t rows : {1, 7, 17}) {
+      const Values part(x.begin(), x.begin() + rows * c.in);
+      const std::string what = fmt::format("decode {}x{} bits {} group {} with planted groups: {} rows",
+                                           c.out, c.in, c.bits, c.group, rows);
+      testing::expect_same_bits(what, run_matmul(*decode_gpu(), decode.weight, part, rows),
+                                run_matmul(*tiled_gpu(), tiled.weight, part, rows), 2);
       if (::testing::Test::HasFailure()) return;
     }
   }
