@@ -25,6 +25,8 @@ CudaOptions CudaOptions::from_environment() {
   CudaOptions options;
   const char* decode = std::getenv("PLUMB_CUDA_DECODE_MATMUL");
   options.decode_matmul = decode == nullptr || std::string_view(decode) != "0";
+  const char* graphs = std::getenv("PLUMB_CUDA_GRAPHS");
+  options.graphs = graphs == nullptr || std::string_view(graphs) != "0";
   return options;
 }
 
@@ -127,6 +129,32 @@ int64_t CudaBackend::free_memory_bytes() const {
     return -1;
   }
   return static_cast<int64_t>(free_bytes + arena_->reserved_bytes() - arena_->in_use_bytes());
+}
+
+bool CudaBackend::begin_graph(int64_t key) {
+  if (!options_.graphs || profile_ != nullptr || failed() || recording_) return false;
+  if (const Status begun = GraphCache::begin(stream_.get()); !begun.ok()) {
+    failure_ = begun.error();
+    return false;
+  }
+  recording_ = key;
+  return true;
+}
+
+Status CudaBackend::end_graph(bool launch) {
+  if (!recording_) return {};
+  const int64_t key = *recording_;
+  recording_.reset();
+  // A launch that failed while recording leaves the recording incomplete: dropped, the failure returned.
+  const bool complete = launch && !failed();
+  const Status ended = graphs_.end(stream_.get(), key, complete);
+  if (failed()) return synchronize();
+  return ended;
+}
+
+bool CudaBackend::set_graphs(bool on) {
+  options_.graphs = on;
+  return true;
 }
 
 bool CudaBackend::check_launch(std::string_view op, cudaError_t code) {

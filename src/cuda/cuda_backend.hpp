@@ -8,6 +8,7 @@
 
 #include "cuda/arena.hpp"
 #include "cuda/device.hpp"
+#include "cuda/graphs.hpp"
 #include "cuda/op_profile.hpp"
 #include "cuda/stream.hpp"
 #include "ops/backend.hpp"
@@ -21,7 +22,12 @@ struct CudaOptions {
   // kernel.
   bool decode_matmul = true;
 
-  // The options make_cuda_backend uses: decode_matmul unless PLUMB_CUDA_DECODE_MATMUL is 0.
+  // Forwards the model runs under begin_graph/end_graph are recorded and replayed as CUDA graphs (never while
+  // the op profile is on, which times each launch).
+  bool graphs = true;
+
+  // The options make_cuda_backend uses: decode_matmul unless PLUMB_CUDA_DECODE_MATMUL is 0, graphs unless
+  // PLUMB_CUDA_GRAPHS is 0.
   static CudaOptions from_environment();
 };
 
@@ -40,6 +46,10 @@ class CudaBackend final : public ops::Backend {
   Status copy(const TensorView& from, const TensorView& to) override;
   Status synchronize() override;
   int64_t free_memory_bytes() const override;
+  bool begin_graph(int64_t key) override;
+  Status end_graph(bool launch) override;
+  bool set_graphs(bool on) override;
+  int64_t graph_launches() const override { return graphs_.launches(); }
 
   void embed_rows(const ops::EmbedLaunch& launch) override;
   void rms_norm(const ops::RmsNormLaunch& launch) override;
@@ -85,6 +95,8 @@ class CudaBackend final : public ops::Backend {
   unsigned* counters_ = nullptr;
   std::optional<Error> failure_;
   std::unique_ptr<OpProfile> profile_;
+  GraphCache graphs_;
+  std::optional<int64_t> recording_;  // the key of the graph being recorded
 };
 
 // The backend as the op set sees it (for factories that choose a backend by name), with the environment's

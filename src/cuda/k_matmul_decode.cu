@@ -29,8 +29,7 @@ __host__ __device__ constexpr int flag_bytes(int segment_tiles) {
   return (kDecodeWarps * segment_tiles + 15) / 16 * 16;
 }
 
-// Rows of x for k tiles [kt, kt + tiles) into shared memory (row stride row_bytes, zeros past k), then a
-// zero 16-byte row that absent rows' ldmatrix addresses point at.
+// Rows of x for k tiles [kt, kt + tiles) into shared memory (row stride row_bytes, zeros past k).
 __device__ void stage_x(char* shared, const DecodeParams& p, int64_t kt, int tiles, int row_bytes) {
   const int chunks = tiles * (kTileK / 8);
   for (int i = threadIdx.x; i < static_cast<int>(p.rows) * chunks; i += kDecodeThreads) {
@@ -45,7 +44,6 @@ __device__ void stage_x(char* shared, const DecodeParams& p, int64_t kt, int til
       *target = gather8(source, present, p.k - col);
     }
   }
-  if (threadIdx.x == 0) *reinterpret_cast<uint4*>(shared + p.rows * row_bytes) = make_uint4(0, 0, 0, 0);
   copy_commit();
 }
 
@@ -77,53 +75,46 @@ __device__ void stage_scales(uint32_t* table, uint8_t* packed, const DecodeParam
   }
 }
 
-// acc += x[:, tile] · W[tile columns]ᵀ for k16 step kStep of the tile; fragment(step, j, b0, b1) builds the
-// weight registers.
+// acc += x[:, tile] · W[tile columns]ᵀ for k16 step kStep of the tile (if it is one of the tile's `steps`
+// steps inside k); a_rows are the shared addresses of the lane's ldmatrix rows of x at the segment's first
+// tile, and fragment(step, j, b0, b1) builds the weight registers.
 template <int kMTiles, int kStep, class Fragment>
-__device__ __forceinline__ void multiply_step(const DecodeParams& p, const char* shared, int row_bytes,
-                                              int64_t kt, int local, float (&acc)[kMTiles][kDecodeNTiles][4],
+__device__ __forceinline__ void multiply_step(const uint32_t (&a_rows)[kMTiles], int local, int steps,
+                                              float (&acc)[kMTiles][kDecodeNTiles][4],
                                               const Fragment& fragment) {
-  const int lane = threadIdx.x % 32;
   uint32_t a[kMTiles][4];
 #pragma unroll
-  for (int mt = 0; mt < kMTiles; ++mt) {
-    const int row = mt * 16 + lane % 16;
-    const int offset = (local * kTileK + kStep * 16 + (lane / 16) * 8) * 2;
-    ldmatrix_x4(a[mt], row < p.rows ? shared + row * row_bytes + offset : shared + p.rows * row_bytes);
-  }
-  const bool step_present = kt * kTileK + kStep * 16 < p.k;
+  for (int mt = 0; mt < kMTiles; ++mt) ldmatrix_x4_at(a[mt], a_rows[mt] + (local * kTileK + kStep * 16) * 2);
 #pragma unroll
   for (int j = 0; j < kDecodeNTiles; ++j) {
     uint32_t b0 = 0, b1 = 0;
-    if (step_present) fragment(std::integral_constant<int, kStep>{}, j, b0, b1);
+    if (kStep < steps) fragment(std::integral_constant<int, kStep>{}, j, b0, b1);
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) mma_bf16(acc[mt][j], a[mt], b0, b1);
   }
 }
 
 template <int kMTiles, class Fragment>
-__device__ __forceinline__ void multiply_steps(const DecodeParams& p, const char* shared, int row_bytes,
-                                               int64_t kt, int local, float (&acc)[kMTiles][kDecodeNTiles][4],
+__device__ __forceinline__ void multiply_steps(const uint32_t (&a_rows)[kMTiles], int local, int steps,
+                                               float (&acc)[kMTiles][kDecodeNTiles][4],
                                                const Fragment& fragment) {
-  multiply_step<kMTiles, 0>(p, shared, row_bytes, kt, local, acc, fragment);
-  multiply_step<kMTiles, 1>(p, shared, row_bytes, kt, local, acc, fragment);
-  multiply_step<kMTiles, 2>(p, shared, row_bytes, kt, local, acc, fragment);
-  multiply_step<kMTiles, 3>(p, shared, row_bytes, kt, local, acc, fragment);
+  multiply_step<kMTiles, 0>(a_rows, local, steps, acc, fragment);
+  multiply_step<kMTiles, 1>(a_rows, local, steps, acc, fragment);
+  multiply_step<kMTiles, 2>(a_rows, local, steps, acc, fragment);
+  multiply_step<kMTiles, 3>(a_rows, local, steps, acc, fragment);
 }
 
 // The tile's four k16 steps in order: with bf16x2 fmas where the table says every half-row of the tile
 // allows one rounding, else through f32 with the half-rows' scales, biases and forms read once per tile.
 template <int kBits, int kMTiles>
-__device__ __forceinline__ void multiply_tile(const WeightTile<kBits>& tile, bool packed,
-                                              const DecodeParams& p, const char* shared, int row_bytes,
-                                              int64_t kt, int local,
+__device__ __forceinline__ void multiply_tile(const WeightTile<kBits>& tile, bool packed, int group_shift,
+                                              const uint32_t (&a_rows)[kMTiles], int local, int steps,
                                               float (&acc)[kMTiles][kDecodeNTiles][4]) {
   if constexpr (kPackable<kBits>) {
     if (packed) {
-      multiply_steps<kMTiles>(p, shared, row_bytes, kt, local, acc,
-                              [&](auto step, int j, uint32_t& b0, uint32_t& b1) {
-                                packed_fragment<kBits, decltype(step)::value>(tile, j, b0, b1);
-                              });
+      multiply_steps<kMTiles>(a_rows, local, steps, acc, [&](auto step, int j, uint32_t& b0, uint32_t& b1) {
+        packed_fragment<kBits, decltype(step)::value>(tile, j, b0, b1);
+      });
       return;
     }
   }
@@ -132,13 +123,12 @@ __device__ __forceinline__ void multiply_tile(const WeightTile<kBits>& tile, boo
 #pragma unroll
   for (int j = 0; j < kDecodeNTiles; ++j) {
     halves[j][0] = half_row<kBits>(tile.scale_bias[j][0]);
-    halves[j][1] = p.group_shift >= 6 ? halves[j][0] : half_row<kBits>(tile.scale_bias[j][1]);
+    halves[j][1] = group_shift >= 6 ? halves[j][0] : half_row<kBits>(tile.scale_bias[j][1]);
   }
-  multiply_steps<kMTiles>(p, shared, row_bytes, kt, local, acc,
-                          [&](auto step, int j, uint32_t& b0, uint32_t& b1) {
-                            constexpr int kStep = decltype(step)::value;
-                            affine_fragment<kBits, kStep>(tile, j, halves[j][kStep / 2], b0, b1);
-                          });
+  multiply_steps<kMTiles>(a_rows, local, steps, acc, [&](auto step, int j, uint32_t& b0, uint32_t& b1) {
+    constexpr int kStep = decltype(step)::value;
+    affine_fragment<kBits, kStep>(tile, j, halves[j][kStep / 2], b0, b1);
+  });
 }
 
 __device__ __forceinline__ void store(const DecodeParams& p, int64_t row, int64_t col, float value) {
@@ -191,7 +181,14 @@ __global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<kBits, kMTiles>)
   uint8_t* packed = reinterpret_cast<uint8_t*>(table + kDecodeWarps * p.segment_tiles * kTableRowWords);
   char* x_rows = reinterpret_cast<char*>(packed) + flag_bytes(p.segment_tiles);
   const CodeSource<kBits> source(p, col0);
-  // One commit group per tile (empty past the split), so tile t's copy is done once kSlots - 2 are pending.
+  // The lane's ldmatrix rows of x; rows past p.rows read row p.rows - 1, as an mma row's sums depend on its
+  // own row of x alone and those rows are never stored.
+  uint32_t a_rows[kMTiles];
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt)
+    a_rows[mt] = shared_address(
+        x_rows + min(static_cast<int64_t>(mt * 16 + lane % 16), p.rows - 1) * row_bytes + (lane / 16) * 16);
+    // One commit group per tile (empty past the split), so tile t's copy is done once kSlots - 2 are pending.
 #pragma unroll
   for (int i = 0; i < kSlots - 1; ++i) {
     if (i < tiles) source.copy(ring + i * kSlotBytes<kBits>, p, kt0 + i);
@@ -219,7 +216,8 @@ __global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<kBits, kMTiles>)
     if (t + kSlots - 1 < tiles)
       source.copy(ring + ((t + kSlots - 1) % kSlots) * kSlotBytes<kBits>, p, kt0 + t + kSlots - 1);
     copy_commit();
-    multiply_tile<kBits, kMTiles>(tile, tile_packed, p, x_rows, row_bytes, kt0 + t, t - segment, acc);
+    const int steps = static_cast<int>(min(int64_t{4}, (p.k - (kt0 + t) * kTileK) / 16));
+    multiply_tile<kBits, kMTiles>(tile, tile_packed, p.group_shift, a_rows, t - segment, steps, acc);
   }
   copy_wait<0>();
   const bool to_partial = p.splits > 1;

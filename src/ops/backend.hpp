@@ -155,6 +155,18 @@ class Backend {
   // or -1 where it does not say (host memory).
   virtual int64_t free_memory_bytes() const { return -1; }
 
+  // Graphs (E4 graph == eager): the ops launched between begin_graph and end_graph(true) are recorded and run
+  // as one graph, and a later recording under the same key replays that graph with its arguments updated.
+  // begin_graph returns false (and the ops run as they come) where the backend has no graphs or they are
+  // off; end_graph(false) drops a recording after a failed op. Nothing between the two may wait on the
+  // device (no upload, download or synchronize).
+  virtual bool begin_graph(int64_t /*key*/) { return false; }
+  virtual Status end_graph(bool /*launch*/) { return {}; }
+  // Turns graphs on or off; returns whether the backend has them.
+  virtual bool set_graphs(bool /*on*/) { return false; }
+  // Graphs launched so far (recordings run as graphs, not ops run as they came).
+  virtual int64_t graph_launches() const { return 0; }
+
   // Typed launchers, called by the op entries after validation.
   virtual void embed_rows(const EmbedLaunch& launch) = 0;
   virtual void rms_norm(const RmsNormLaunch& launch) = 0;

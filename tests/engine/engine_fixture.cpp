@@ -92,6 +92,30 @@ std::unique_ptr<Engine> tiny_engine(EngineOptions options, bool path_invariant) 
   return std::move(*engine);
 }
 
+GraphEngine tiny_engine_graphs(EngineOptions options, bool graphs) {
+  auto backend = make_backend();
+  if (!backend.ok()) {
+    ADD_FAILURE() << backend.error().message;
+    return {};
+  }
+  if (!(*backend)->set_graphs(graphs)) return {};
+  GraphEngine made;
+  made.backend = backend->get();
+  auto model = gemma4::load_model(tiny_dir().string(), **backend);
+  if (!model.ok()) {
+    ADD_FAILURE() << model.error().message;
+    return {};
+  }
+  auto engine = Engine::create(make_gemma4_lane(std::move(*backend), std::move(*model), true),
+                               tiny_tokenizer(), options);
+  if (!engine.ok()) {
+    ADD_FAILURE() << engine.error().message;
+    return {};
+  }
+  made.engine = std::move(*engine);
+  return made;
+}
+
 EngineOptions serial_options() {
   EngineOptions options;
   options.parallel = 1;

@@ -34,6 +34,14 @@ std::unique_ptr<LaneModel> tiny_lane(bool path_invariant = true);
 // An engine without a worker thread unless `options.background` is set.
 std::unique_ptr<Engine> tiny_engine(EngineOptions options, bool path_invariant = true);
 
+// A tiny engine on a fresh backend with graphs on or off, and that backend (owned by the engine) for its
+// graph count; no engine where the backend has no graphs.
+struct GraphEngine {
+  std::unique_ptr<Engine> engine;
+  const ops::Backend* backend = nullptr;
+};
+GraphEngine tiny_engine_graphs(EngineOptions options, bool graphs);
+
 // Serial reference options: one stream, no drafts, no prompt cache.
 EngineOptions serial_options();
 

@@ -1,7 +1,10 @@
 // E2 concurrent == solo: 1, 2, 4, 8 and 16 streams of mixed prompt lengths and stop points (max tokens, stop
 // tokens, stop strings), greedy and seeded, with copy drafts on, equal their solo serial runs; the same with
-// a worker thread and requests submitted from several threads. E5 rerun == run.
+// a worker thread and requests submitted from several threads. E4 graph == eager (on a backend with graphs).
+// E5 rerun == run.
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "engine_fixture.hpp"
 
@@ -131,6 +134,26 @@ TEST(RerunEqualsRun, FreshEnginesAndAWarmCache) {
     expect_same_reply(run[i], warm[i], "warm rerun " + std::to_string(i));
   }
   EXPECT_GT(second->metrics().cache_hits, 0u) << "the warm rerun never resumed from the cache";
+}
+
+// E4: the same requests on an engine whose forwards run as recorded graphs (replayed with new arguments each
+// round) and on one that launches every op give the same tokens; the first must really have run graphs.
+TEST(GraphEqualsEager, MixedStreamsWithDrafts) {
+  auto graph = tiny_engine_graphs(concurrent_options(8), true);
+  if (graph.engine == nullptr && !::testing::Test::HasFailure()) GTEST_SKIP() << "the backend has no graphs";
+  ASSERT_NE(graph.engine, nullptr);
+  auto eager = tiny_engine_graphs(concurrent_options(8), false);
+  ASSERT_NE(eager.engine, nullptr);
+  for (const bool seeded : {false, true}) {
+    const std::vector<Request> requests = request_mix(8, seeded);
+    const std::vector<Reply> graphed = run_together(*graph.engine, requests);
+    const std::vector<Reply> launched = run_together(*eager.engine, requests);
+    for (size_t i = 0; i < requests.size(); ++i)
+      expect_same_reply(launched[i], graphed[i],
+                        fmt::format("graph stream {} of 8{}", i, seeded ? " seeded" : " greedy"));
+  }
+  EXPECT_GT(graph.backend->graph_launches(), 0) << "the graph engine never ran a graph";
+  EXPECT_EQ(eager.backend->graph_launches(), 0) << "the eager engine ran graphs";
 }
 
 }  // namespace

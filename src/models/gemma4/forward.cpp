@@ -166,8 +166,15 @@ class LayerRunner {
   int64_t rows_;
 };
 
-// The final norm is in space.xn; writes the soft-capped logits of the requested rows to host memory.
-Result<Logits> head_logits(const Model& model, std::span<const StreamChunk> chunks, const Workspace& space) {
+// The head's output on the device: bf16 logits, or f32 when soft-capped.
+struct HeadRows {
+  int64_t rows = 0;
+  ops::DeviceTensor values;
+};
+
+// The final norm is in space.xn; launches the (tied) head and the soft cap for the rows that need logits.
+Result<HeadRows> launch_head(const Model& model, std::span<const StreamChunk> chunks,
+                             const Workspace& space) {
   ops::Backend& backend = *model.backend;
   const int64_t vocab = model.config.vocab;
   std::vector<std::pair<int64_t, int64_t>> runs;  // (first row, rows) of final-normed rows needing logits
@@ -185,10 +192,9 @@ Result<Logits> head_logits(const Model& model, std::span<const StreamChunk> chun
     logit_rows += chunk.logits == LogitRows::all ? rows : chunk.logits == LogitRows::last ? 1 : 0;
     first_row += rows;
   }
-  Logits logits;
-  logits.rows = logit_rows;
-  logits.vocab = vocab;
-  if (logit_rows == 0) return logits;
+  HeadRows head;
+  head.rows = logit_rows;
+  if (logit_rows == 0) return head;
   PLUMB_TRY_ASSIGN(raw, backend.allocate(DType::bf16, {logit_rows, vocab}));
   int64_t out_row = 0;
   for (const auto& [first, rows] : runs) {
@@ -196,20 +202,60 @@ Result<Logits> head_logits(const Model& model, std::span<const StreamChunk> chun
                           slice_rows(raw.view, out_row, rows)));
     out_row += rows;
   }
-  logits.values.resize(static_cast<size_t>(logit_rows * vocab));
-  const TensorView host = TensorView::contiguous(logits.values.data(), DType::f32, {logit_rows, vocab});
-  if (model.config.final_logit_softcapping) {
-    PLUMB_TRY_ASSIGN(capped, backend.allocate(DType::f32, {logit_rows, vocab}));
-    PLUMB_TRY(ops::soft_cap(backend, raw.view, *model.config.final_logit_softcapping, capped.view));
-    PLUMB_TRY(backend.download(capped.view, host));
-  } else {
-    std::vector<uint16_t> bits(logits.values.size());
-    PLUMB_TRY(
-        backend.download(raw.view, TensorView::contiguous(bits.data(), DType::bf16, {logit_rows, vocab})));
-    for (size_t i = 0; i < bits.size(); ++i) logits.values[i] = bf16_to_f32(bits[i]);
+  if (!model.config.final_logit_softcapping) {
+    head.values = std::move(raw);
+    return head;
   }
+  PLUMB_TRY_ASSIGN(capped, backend.allocate(DType::f32, {logit_rows, vocab}));
+  PLUMB_TRY(ops::soft_cap(backend, raw.view, *model.config.final_logit_softcapping, capped.view));
+  head.values = std::move(capped);
+  return head;
+}
+
+Result<Logits> download_logits(const Model& model, const HeadRows& head) {
+  Logits logits;
+  logits.rows = head.rows;
+  logits.vocab = model.config.vocab;
+  if (head.rows == 0) return logits;
+  logits.values.resize(static_cast<size_t>(head.rows * logits.vocab));
+  const TensorView host = TensorView::contiguous(logits.values.data(), DType::f32, {head.rows, logits.vocab});
+  if (head.values.view.dtype == DType::f32) {
+    PLUMB_TRY(model.backend->download(head.values.view, host));
+    return logits;
+  }
+  std::vector<uint16_t> bits(logits.values.size());
+  PLUMB_TRY(model.backend->download(
+      head.values.view, TensorView::contiguous(bits.data(), DType::bf16, {head.rows, logits.vocab})));
+  for (size_t i = 0; i < bits.size(); ++i) logits.values[i] = bf16_to_f32(bits[i]);
   return logits;
 }
+
+// Records the ops launched in its lifetime as one graph under `key` (0: none) where the backend has graphs
+// (else they run as they come); the graph runs at finish(), and an unfinished recording (a failed op) is
+// dropped.
+class GraphScope {
+ public:
+  GraphScope(ops::Backend& backend, int64_t key)
+      : backend_(backend), recording_(key > 0 && backend.begin_graph(key)) {}
+  GraphScope(const GraphScope&) = delete;
+  GraphScope& operator=(const GraphScope&) = delete;
+  ~GraphScope() {
+    if (recording_) (void)backend_.end_graph(false);
+  }
+  Status finish() {
+    if (!recording_) return {};
+    recording_ = false;
+    return backend_.end_graph(true);
+  }
+
+ private:
+  ops::Backend& backend_;
+  bool recording_;
+};
+
+// Forwards of up to this many rows (decode steps, verify rounds) run as a graph per row count: their launches
+// cost more than their work. Longer prompts gain nothing from a graph and would record one per length.
+constexpr int64_t kGraphRows = 128;
 
 Status check_chunks(std::span<const StreamChunk> chunks) {
   for (size_t i = 0; i < chunks.size(); ++i) {
@@ -227,13 +273,16 @@ Status check_chunks(std::span<const StreamChunk> chunks) {
 Result<Logits> run_chunks(const Model& model, std::span<const StreamChunk> chunks, int64_t rows) {
   PLUMB_TRY_ASSIGN(space, allocate_workspace(model, rows));
   PLUMB_TRY(upload_inputs(model, chunks, space));
+  GraphScope graph(*model.backend, rows <= kGraphRows ? rows : 0);
   const float embed_scale = static_cast<float>(std::sqrt(static_cast<double>(model.config.hidden)));
   PLUMB_TRY(ops::embed_rows(*model.backend, space.ids.view, model.weights.embed, embed_scale, space.h.view));
   LayerRunner runner(model, chunks, space);
   for (size_t index = 0; index < model.config.layers.size(); ++index) PLUMB_TRY(runner.run(index));
   PLUMB_TRY(ops::rms_norm(*model.backend, space.h.view, &model.weights.final_norm, model.config.rms_norm_eps,
                           space.xn.view));
-  return head_logits(model, chunks, space);
+  PLUMB_TRY_ASSIGN(head, launch_head(model, chunks, space));
+  PLUMB_TRY(graph.finish());
+  return download_logits(model, head);
 }
 
 }  // namespace
