@@ -109,12 +109,6 @@ __device__ __forceinline__ void read_tile(WeightTile<kBits>& tile, const char* s
   }
 }
 
-__device__ __forceinline__ uint32_t load_short(const void* address) {
-  unsigned short value;
-  asm volatile("ld.global.nc.u16 %0, [%1];\n" : "=h"(value) : "l"(address));
-  return value;
-}
-
 template <int I>
 __device__ __forceinline__ uint32_t word_of(const uint4& chunk) {
   if constexpr (I == 0) return chunk.x;
