@@ -181,4 +181,27 @@ class Backend {
   virtual void argmax(const ArgmaxLaunch& launch) = 0;
 };
 
+// Records the ops launched in its lifetime as one graph under `key` (0: none) where the backend has graphs
+// (else they run as they come); the graph runs at finish(), and an unfinished recording (a failed op) is
+// dropped.
+class GraphScope {
+ public:
+  GraphScope(Backend& backend, int64_t key)
+      : backend_(backend), recording_(key > 0 && backend.begin_graph(key)) {}
+  GraphScope(const GraphScope&) = delete;
+  GraphScope& operator=(const GraphScope&) = delete;
+  ~GraphScope() {
+    if (recording_) (void)backend_.end_graph(false);
+  }
+  Status finish() {
+    if (!recording_) return {};
+    recording_ = false;
+    return backend_.end_graph(true);
+  }
+
+ private:
+  Backend& backend_;
+  bool recording_;
+};
+
 }  // namespace plumb::ops

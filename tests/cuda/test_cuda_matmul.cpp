@@ -202,6 +202,12 @@ TEST(CudaMatmul, UnalignedRowsGiveTheSameBits) {
                             run_matmul(*tiled_gpu(), tiled.weight, x, rows), 2);
 }
 
+// An affine weight's shape and format.
+struct AffineCase {
+  int64_t out, in;
+  int bits, group;
+};
+
 // The decode kernel's rows equal the tiled kernel's, bit for bit, for each affine format it takes, for one
 // and several K splits, splits longer than the x and scale table it stages at once, shapes off the tile grid
 // (absent columns, a k tail), and f32 output.
@@ -209,13 +215,10 @@ TEST(CudaMatmul, DecodeKernelGivesTheTiledKernelsBits) {
   PLUMB_GPU_OR_SKIP();
   ASSERT_NE(decode_gpu(), nullptr);
   ASSERT_NE(tiled_gpu(), nullptr);
-  struct Case {
-    int64_t out, in;
-    int bits, group;
-  };
-  for (const Case c : {Case{4096, 3840, 4, 64}, Case{4096, 3840, 8, 128}, Case{4096, 3840, 2, 32},
-                       Case{3840, 15360, 4, 64}, Case{3840, 15360, 2, 32}, Case{150, 640, 4, 32},
-                       Case{130, 544, 4, 32}, Case{262, 256, 8, 64}, Case{33000, 2304, 4, 64}}) {
+  for (const AffineCase c :
+       {AffineCase{4096, 3840, 4, 64}, AffineCase{4096, 3840, 8, 128}, AffineCase{4096, 3840, 2, 32},
+        AffineCase{3840, 15360, 4, 64}, AffineCase{3840, 15360, 2, 32}, AffineCase{150, 640, 4, 32},
+        AffineCase{130, 544, 4, 32}, AffineCase{262, 256, 8, 64}, AffineCase{33000, 2304, 4, 64}}) {
     const Values w = ops::testing::random_bf16(71, c.out * c.in, -1, 1);
     const Values x = ops::testing::random_bf16(72, 32 * c.in, -2, 2);
     const std::vector<float> floats(w.begin(), w.end());
@@ -254,11 +257,8 @@ TEST(CudaMatmul, DecodeKernelKeepsTwoRoundingsWhereOneWouldDiffer) {
   PLUMB_GPU_OR_SKIP();
   ASSERT_NE(decode_gpu(), nullptr);
   ASSERT_NE(tiled_gpu(), nullptr);
-  struct Case {
-    int64_t out, in;
-    int bits, group;
-  };
-  for (const Case c : {Case{1024, 3840, 4, 64}, Case{1024, 3840, 4, 32}, Case{1024, 3840, 2, 32}}) {
+  for (const AffineCase c :
+       {AffineCase{1024, 3840, 4, 64}, AffineCase{1024, 3840, 4, 32}, AffineCase{1024, 3840, 2, 32}}) {
     const Values w = ops::testing::random_bf16(73, c.out * c.in, -1, 1);
     ops::AffineTensor q =
         ops::affine_quantize(std::vector<float>(w.begin(), w.end()), c.out, c.in, c.bits, c.group);

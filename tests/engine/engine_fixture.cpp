@@ -67,22 +67,19 @@ const text::Tokenizer& tiny_tokenizer() {
   return *checkpoint().tokenizer_;
 }
 
-std::unique_ptr<LaneModel> tiny_lane(bool path_invariant) {
-  auto backend = make_backend();
-  if (!backend.ok()) {
-    ADD_FAILURE() << backend.error().message;
-    return nullptr;
-  }
-  auto model = gemma4::load_model(tiny_dir().string(), **backend);
+namespace {
+
+// The tiny checkpoint loaded onto `backend`, as a lane that owns it.
+std::unique_ptr<LaneModel> lane_on(std::unique_ptr<ops::Backend> backend, bool path_invariant) {
+  auto model = gemma4::load_model(tiny_dir().string(), *backend);
   if (!model.ok()) {
     ADD_FAILURE() << model.error().message;
     return nullptr;
   }
-  return make_gemma4_lane(std::move(*backend), std::move(*model), path_invariant);
+  return make_gemma4_lane(std::move(backend), std::move(*model), path_invariant);
 }
 
-std::unique_ptr<Engine> tiny_engine(EngineOptions options, bool path_invariant) {
-  auto lane = tiny_lane(path_invariant);
+std::unique_ptr<Engine> engine_on(std::unique_ptr<LaneModel> lane, const EngineOptions& options) {
   if (!lane) return nullptr;
   auto engine = Engine::create(std::move(lane), tiny_tokenizer(), options);
   if (!engine.ok()) {
@@ -90,6 +87,21 @@ std::unique_ptr<Engine> tiny_engine(EngineOptions options, bool path_invariant) 
     return nullptr;
   }
   return std::move(*engine);
+}
+
+}  // namespace
+
+std::unique_ptr<LaneModel> tiny_lane(bool path_invariant) {
+  auto backend = make_backend();
+  if (!backend.ok()) {
+    ADD_FAILURE() << backend.error().message;
+    return nullptr;
+  }
+  return lane_on(std::move(*backend), path_invariant);
+}
+
+std::unique_ptr<Engine> tiny_engine(EngineOptions options, bool path_invariant) {
+  return engine_on(tiny_lane(path_invariant), options);
 }
 
 GraphEngine tiny_engine_graphs(EngineOptions options, bool graphs) {
@@ -101,18 +113,7 @@ GraphEngine tiny_engine_graphs(EngineOptions options, bool graphs) {
   if (!(*backend)->set_graphs(graphs)) return {};
   GraphEngine made;
   made.backend = backend->get();
-  auto model = gemma4::load_model(tiny_dir().string(), **backend);
-  if (!model.ok()) {
-    ADD_FAILURE() << model.error().message;
-    return {};
-  }
-  auto engine = Engine::create(make_gemma4_lane(std::move(*backend), std::move(*model), true),
-                               tiny_tokenizer(), options);
-  if (!engine.ok()) {
-    ADD_FAILURE() << engine.error().message;
-    return {};
-  }
-  made.engine = std::move(*engine);
+  made.engine = engine_on(lane_on(std::move(*backend), true), options);
   return made;
 }
 

@@ -230,29 +230,6 @@ Result<Logits> download_logits(const Model& model, const HeadRows& head) {
   return logits;
 }
 
-// Records the ops launched in its lifetime as one graph under `key` (0: none) where the backend has graphs
-// (else they run as they come); the graph runs at finish(), and an unfinished recording (a failed op) is
-// dropped.
-class GraphScope {
- public:
-  GraphScope(ops::Backend& backend, int64_t key)
-      : backend_(backend), recording_(key > 0 && backend.begin_graph(key)) {}
-  GraphScope(const GraphScope&) = delete;
-  GraphScope& operator=(const GraphScope&) = delete;
-  ~GraphScope() {
-    if (recording_) (void)backend_.end_graph(false);
-  }
-  Status finish() {
-    if (!recording_) return {};
-    recording_ = false;
-    return backend_.end_graph(true);
-  }
-
- private:
-  ops::Backend& backend_;
-  bool recording_;
-};
-
 // Forwards of up to this many rows (decode steps, verify rounds) run as a graph per row count: their launches
 // cost more than their work. Longer prompts gain nothing from a graph and would record one per length.
 constexpr int64_t kGraphRows = 128;
@@ -273,7 +250,7 @@ Status check_chunks(std::span<const StreamChunk> chunks) {
 Result<Logits> run_chunks(const Model& model, std::span<const StreamChunk> chunks, int64_t rows) {
   PLUMB_TRY_ASSIGN(space, allocate_workspace(model, rows));
   PLUMB_TRY(upload_inputs(model, chunks, space));
-  GraphScope graph(*model.backend, rows <= kGraphRows ? rows : 0);
+  ops::GraphScope graph(*model.backend, rows <= kGraphRows ? rows : 0);
   const float embed_scale = static_cast<float>(std::sqrt(static_cast<double>(model.config.hidden)));
   PLUMB_TRY(ops::embed_rows(*model.backend, space.ids.view, model.weights.embed, embed_scale, space.h.view));
   LayerRunner runner(model, chunks, space);
