@@ -34,6 +34,7 @@ class ForwardingBackend : public ops::Backend {
   void scale(const ops::RowsLaunch& launch) override { real_.scale(launch); }
   void soft_cap(const ops::RowsLaunch& launch) override { real_.soft_cap(launch); }
   void argmax(const ops::ArgmaxLaunch& launch) override { real_.argmax(launch); }
+  void sample(const ops::SampleLaunch& launch) override { real_.sample(launch); }
 
  protected:
   ops::Backend& real() { return real_; }

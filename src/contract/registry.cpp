@@ -24,10 +24,12 @@ Registry build_registry() {
   forms::register_matmul_forms(registry);
   forms::register_attention_forms(registry);
   forms::register_kv_write_forms(registry);
+  forms::register_sample_forms(registry);
   controls::register_row_controls(registry);
   controls::register_norm_controls(registry);
   controls::register_matmul_controls(registry);
   controls::register_attention_controls(registry);
+  controls::register_sample_controls(registry);
 #ifdef PLUMB_HAVE_CUDA
   controls::register_cuda_controls(registry);
 #endif

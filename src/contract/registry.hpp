@@ -31,6 +31,7 @@ void register_norm_forms(Registry& registry);
 void register_matmul_forms(Registry& registry);
 void register_attention_forms(Registry& registry);
 void register_kv_write_forms(Registry& registry);
+void register_sample_forms(Registry& registry);
 }  // namespace forms
 
 namespace controls {
@@ -38,6 +39,7 @@ void register_row_controls(Registry& registry);
 void register_norm_controls(Registry& registry);
 void register_matmul_controls(Registry& registry);
 void register_attention_controls(Registry& registry);
+void register_sample_controls(Registry& registry);
 void register_cuda_controls(Registry& registry);  // in CUDA builds only
 }  // namespace controls
 

@@ -53,6 +53,7 @@ class CpuBackend final : public ops::Backend {
   void scale(const ops::RowsLaunch& launch) override { cpu::scale(pool_, launch); }
   void soft_cap(const ops::RowsLaunch& launch) override { cpu::soft_cap(pool_, launch); }
   void argmax(const ops::ArgmaxLaunch& launch) override { cpu::argmax(pool_, launch); }
+  void sample(const ops::SampleLaunch& launch) override { cpu::sample(pool_, launch); }
 
  private:
   static Status copy_bytes(std::string_view where, const TensorView& from, const TensorView& to) {

@@ -42,5 +42,6 @@ void add(ThreadPool& pool, const ops::RowsLaunch& launch);
 void scale(ThreadPool& pool, const ops::RowsLaunch& launch);
 void soft_cap(ThreadPool& pool, const ops::RowsLaunch& launch);
 void argmax(ThreadPool& pool, const ops::ArgmaxLaunch& launch);
+void sample(ThreadPool& pool, const ops::SampleLaunch& launch);
 
 }  // namespace plumb::cpu

@@ -1,8 +1,10 @@
 // Elementwise kernels and argmax, each at HF's bf16 rounding points.
 #include <cmath>
+#include <vector>
 
 #include "core/half.hpp"
 #include "cpu/kernels.hpp"
+#include "ops/sampling.hpp"
 
 namespace plumb::cpu {
 
@@ -78,6 +80,22 @@ void argmax(ThreadPool& pool, const ops::ArgmaxLaunch& launch) {
         }
       }
       launch.out[r] = best;
+    }
+  });
+}
+
+// The keyed draw of each row (ops/sampling.hpp), rows in parallel.
+void sample(ThreadPool& pool, const ops::SampleLaunch& launch) {
+  pool.parallel_for(launch.rows, [&](int64_t begin, int64_t end) {
+    std::vector<float> row(static_cast<size_t>(launch.width));
+    for (int64_t r = begin; r < end; ++r) {
+      for (int64_t k = 0; k < launch.width; ++k) {
+        const int64_t at = r * launch.x_stride + k;
+        row[static_cast<size_t>(k)] = launch.x_dtype == DType::f32
+                                          ? static_cast<const float*>(launch.x)[at]
+                                          : bf16_to_f32(static_cast<const uint16_t*>(launch.x)[at]);
+      }
+      launch.out[r] = ops::draw_keyed(row, launch.params[r]);
     }
   });
 }

@@ -284,6 +284,15 @@ void CudaBackend::argmax(const ops::ArgmaxLaunch& launch) {
       "argmax", [&] { return launch_argmax(argmax_args(launch), stream_.get()); },
       [&] { return rows_label("argmax", launch.rows, launch.width); });
 }
+void CudaBackend::sample(const ops::SampleLaunch& launch) {
+  if (failed()) return;
+  SampleArgs args = sample_args(launch);
+  args.weights = static_cast<uint64_t*>(scratch("sample", sample_scratch_bytes(args)));
+  if (args.weights == nullptr) return;
+  run(
+      "sample", [&] { return launch_sample(args, stream_.get()); },
+      [&] { return rows_label("sample", launch.rows, launch.width); });
+}
 
 void CudaBackend::matmul(const ops::MatmulLaunch& launch) {
   if (failed()) return;

@@ -64,6 +64,7 @@ class CudaBackend final : public ops::Backend {
   void scale(const ops::RowsLaunch& launch) override;
   void soft_cap(const ops::RowsLaunch& launch) override;
   void argmax(const ops::ArgmaxLaunch& launch) override;
+  void sample(const ops::SampleLaunch& launch) override;
 
   const DeviceInfo& info() const { return info_; }
   cudaStream_t stream() const { return stream_.get(); }

@@ -4,6 +4,8 @@
 // headers, so every .cu file compiles without the host-only parts of core/.
 #include <cstdint>
 
+#include "ops/keyed_draw.hpp"
+
 namespace plumb::cuda {
 
 enum class DenseKind : uint8_t { bf16, f16, f32 };
@@ -121,6 +123,17 @@ struct ArgmaxArgs {
   const void* x;
   bool x_f32;
   int64_t x_stride;
+  int32_t* out;
+  int64_t rows;
+  int64_t width;
+};
+
+struct SampleArgs {
+  const void* x;
+  bool x_f32;
+  int64_t x_stride;
+  const ops::SampleParams* params;  // [rows]
+  uint64_t* weights;                // scratch [rows, width]
   int32_t* out;
   int64_t rows;
   int64_t width;

@@ -62,4 +62,8 @@ inline ArgmaxArgs argmax_args(const ops::ArgmaxLaunch& l) {
   return {l.x, l.x_dtype == DType::f32, l.x_stride, l.out, l.rows, l.width};
 }
 
+inline SampleArgs sample_args(const ops::SampleLaunch& l) {
+  return {l.x, l.x_dtype == DType::f32, l.x_stride, l.params, nullptr, l.out, l.rows, l.width};
+}
+
 }  // namespace plumb::cuda

@@ -62,13 +62,14 @@ class Gemma4Lane final : public LaneModel {
                                      : chunk.last_logits ? gemma4::LogitRows::last
                                                          : gemma4::LogitRows::none;
       auto* state = static_cast<Gemma4State*>(chunk.state);
-      batch.push_back({&state->cache(), chunk.tokens, chunk.first_position, rows});
+      batch.push_back({&state->cache(), chunk.tokens, chunk.first_position, rows, chunk.draw});
     }
     auto logits = gemma4::forward(model_, batch);
     if (!logits.ok()) return logits.error();
     LaneLogits out;
     out.rows = logits->rows;
     out.vocab = logits->vocab;
+    out.draws = std::move(logits->draws);
     out.values = std::move(logits->values);
     return out;
   }

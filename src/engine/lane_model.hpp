@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "ops/keyed_draw.hpp"
 
 namespace plumb::engine {
 
@@ -31,20 +32,24 @@ class LaneState {
 // One stream's rows in a forward: `tokens` at positions first_position, first_position + 1, ...
 // (first_position
 // <= state->end(); a smaller one rewrites from there). `all_logits` asks for every row's logits, otherwise
-// only the last row's when `last_logits` is set.
+// only the last row's when `last_logits` is set. Those rows are drawn on the device under `draw` (its
+// position ignored: each row's draw is for the position after the row's).
 struct LaneChunk {
   LaneState* state = nullptr;
   std::span<const int32_t> tokens;
   int64_t first_position = 0;
   bool all_logits = false;
   bool last_logits = false;
+  ops::SampleParams draw;
 };
 
-// Logits of the requested rows, in chunk order, as float values [rows, vocab].
+// The requested rows, in chunk order: their keyed draws, or (from a model that does not draw) their logits,
+// which the engine then draws from on the host.
 struct LaneLogits {
   int64_t rows = 0;
   int64_t vocab = 0;
-  std::vector<float> values;
+  std::vector<int32_t> draws;  // [rows]
+  std::vector<float> values;   // [rows, vocab] when draws is empty
   std::span<const float> row(int64_t r) const {
     return std::span<const float>(values).subspan(static_cast<size_t>(r * vocab), static_cast<size_t>(vocab));
   }

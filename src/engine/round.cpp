@@ -99,8 +99,9 @@ Status Engine::Impl::verify(Stream& stream, const LaneLogits& logits, int64_t fi
   int64_t accepted = 0;
   for (int64_t i = 0; i < drawn_rows; ++i) {
     const int64_t position = base_position + i + 1;
-    const int32_t draw =
-        sample_keyed(logits.row(first_logit + i), stream.request.sampling, stream.seed, position);
+    const int32_t draw = logits.draws.empty() ? sample_keyed(logits.row(first_logit + i),
+                                                             stream.request.sampling, stream.seed, position)
+                                              : logits.draws[static_cast<size_t>(first_logit + i)];
     if (draw < 0 || draw >= model->vocab())
       return error_at("engine.round", "draw at position", std::to_string(position), "is not a token",
                       fmt::format("0 <= id < {}", model->vocab()), std::to_string(draw));
@@ -139,8 +140,8 @@ Status Engine::Impl::run_round() {
     const bool prompt = stream->window_is_prompt;
     const auto window = static_cast<int64_t>(stream->window.size());
     const bool prompt_end = stream->window_first + window == stream->prompt_length;
-    chunks.push_back(
-        {stream->state.get(), stream->window, stream->window_first, !prompt, prompt && prompt_end});
+    chunks.push_back({stream->state.get(), stream->window, stream->window_first, !prompt, prompt && prompt_end,
+                      draw_params(stream->request.sampling, stream->seed, 0)});
     first_logits.push_back(logit_rows);
     logit_rows += prompt ? (prompt_end ? 1 : 0) : window;
     rows += window;

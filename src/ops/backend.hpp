@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/tensor.hpp"
+#include "ops/keyed_draw.hpp"
 
 namespace plumb::ops {
 
@@ -137,6 +138,16 @@ struct ArgmaxLaunch {
   int64_t width;
 };
 
+struct SampleLaunch {
+  const void* x;
+  DType x_dtype;  // bf16 or f32
+  int64_t x_stride;
+  const SampleParams* params;  // [rows]
+  int32_t* out;
+  int64_t rows;
+  int64_t width;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -179,6 +190,7 @@ class Backend {
   virtual void scale(const RowsLaunch& launch) = 0;
   virtual void soft_cap(const RowsLaunch& launch) = 0;
   virtual void argmax(const ArgmaxLaunch& launch) = 0;
+  virtual void sample(const SampleLaunch& launch) = 0;
 };
 
 // Records the ops launched in its lifetime as one graph under `key` (0: none) where the backend has graphs

@@ -151,4 +151,9 @@ Status soft_cap(Backend& backend, const TensorView& x, float cap, const TensorVi
 // (then 0). x: bf16 or f32 [rows, vocab]; out: i32 [rows].
 Status argmax(Backend& backend, const TensorView& x, const TensorView& out);
 
+// out[r] = the keyed draw from row r under params[r] (ops/keyed_draw.hpp), -1 for a row with no non-NaN
+// value. x: bf16 or f32 [rows, vocab], vocab <= 2^20; params: u8 [rows, 32] holding SampleParams; out: i32
+// [rows].
+Status sample(Backend& backend, const TensorView& x, const TensorView& params, const TensorView& out);
+
 }  // namespace plumb::ops

@@ -104,4 +104,24 @@ Status argmax(Backend& backend, const TensorView& x, const TensorView& out) {
   return {};
 }
 
+Status sample(Backend& backend, const TensorView& x, const TensorView& params, const TensorView& out) {
+  constexpr std::string_view where = "ops.sample";
+  const Device device = backend.device();
+  PLUMB_TRY(check_rows(where, "x", x, {DType::bf16, DType::f32}, {kAny, kAny}, device));
+  if (x.dim(1) < 1 || x.dim(1) > keyed::kMaxWidth)
+    return error_at(where, "tensor", "x", "has a width the keyed weights cannot sum", "1 to 2^20 columns",
+                    std::to_string(x.dim(1)));
+  const auto param_bytes = static_cast<int64_t>(sizeof(SampleParams));
+  PLUMB_TRY(check_contiguous(where, "params", params, DType::u8, {x.dim(0), param_bytes}, device));
+  if (reinterpret_cast<uintptr_t>(params.data) % alignof(SampleParams) != 0)
+    return error_at(where, "tensor", "params", "is misaligned", "8-byte alignment",
+                    fmt::format("address % 8 == {}", reinterpret_cast<uintptr_t>(params.data) % 8));
+  PLUMB_TRY(check_contiguous(where, "out", out, DType::i32, {x.dim(0)}, device));
+  PLUMB_TRY(check_disjoint(where, "out", out, "x", x));
+  PLUMB_TRY(check_disjoint(where, "out", out, "params", params));
+  backend.sample({x.data, x.dtype, row_stride(x), static_cast<const SampleParams*>(params.data),
+                  out.as<int32_t>(), x.dim(0), x.dim(1)});
+  return {};
+}
+
 }  // namespace plumb::ops

@@ -20,6 +20,12 @@ HostData i32_data(std::string name, Shape shape, std::span<const int32_t> values
   return data;
 }
 
+HostData widen_to_f32(const HostData& bf16_values) {
+  HostData wide = HostData::zeros(bf16_values.name, DType::f32, bf16_values.shape, bf16_values.per_row);
+  for (int64_t i = 0; i < wide.elements(); ++i) wide.as<float>()[i] = static_cast<float>(bf16_values.value(i));
+  return wide;
+}
+
 Span exact_at(const HostData& data, int64_t i) {
   return Span::exact(data.value(i));
 }

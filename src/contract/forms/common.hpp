@@ -14,6 +14,8 @@ namespace plumb::contract::forms {
 HostData bf16_data(std::string name, Shape shape, std::span<const uint16_t> values, bool per_row);
 HostData i32_data(std::string name, Shape shape, std::span<const int32_t> values, bool per_row);
 Span exact_at(const HostData& data, int64_t i);
+// The same values as f32 (a bf16 row of logits as the soft cap's f32 output holds them).
+HostData widen_to_f32(const HostData& bf16_values);
 float f32_at(const HostData& data, int64_t i);
 
 // bf16 activations [rows, width] for an input kind: Gaussian of `scale`, zero-sum integer rows, +-2^20

@@ -132,7 +132,7 @@ class ArgmaxForm final : public Form {
                                        : activations(request.inputs, rng, request.rows, width_, 8.0);
     if (request.inputs == Inputs::ties) plant_ties(rng, request.rows, values);
     HostData x = bf16_data("x", {request.rows, width_}, values, true);
-    if (in_dtype_ == DType::f32) x = widen(x);
+    if (in_dtype_ == DType::f32) x = widen_to_f32(x);
     call.inputs.push_back(std::move(x));
     call.outputs.push_back(HostData::zeros("index", DType::i32, {request.rows}, true));
     return call;
@@ -172,13 +172,6 @@ class ArgmaxForm final : public Form {
     }
     if (rows > 1)
       for (int64_t k = 0; k < width_; ++k) values[static_cast<size_t>((rows - 1) * width_ + k)] = 0xffc0;
-  }
-
-  static HostData widen(const HostData& bf16_values) {
-    HostData wide = HostData::zeros(bf16_values.name, DType::f32, bf16_values.shape, true);
-    for (int64_t i = 0; i < wide.elements(); ++i)
-      wide.as<float>()[i] = static_cast<float>(bf16_values.value(i));
-    return wide;
   }
 
   int64_t width_;

@@ -247,9 +247,57 @@ Status check_chunks(std::span<const StreamChunk> chunks) {
   return {};
 }
 
+// Draws on the device: each logits row's options at the position its drawn token takes, and the ids.
+struct DrawRows {
+  ops::DeviceTensor params;  // u8 [rows, 32]
+  ops::DeviceTensor ids;     // i32 [rows]
+};
+
+// Uploads the draw options of the chunks' logits rows; no tensors when no chunk asks for draws.
+Result<DrawRows> upload_draws(const Model& model, std::span<const StreamChunk> chunks) {
+  std::vector<ops::SampleParams> params;
+  std::optional<size_t> first_with_logits;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    const StreamChunk& chunk = chunks[i];
+    const auto rows = static_cast<int64_t>(chunk.tokens.size());
+    const int64_t first = chunk.logits == LogitRows::all ? 0 : rows - 1;
+    if (chunk.logits == LogitRows::none) continue;
+    if (!first_with_logits) first_with_logits = i;
+    if (chunk.draw.has_value() != chunks[*first_with_logits].draw.has_value())
+      return error_at(kWhere, "chunk", std::to_string(i), "mixes draws and logits",
+                      fmt::format("what chunk {} asks for", *first_with_logits), chunk.draw ? "draws" : "logits");
+    for (int64_t row = first; chunk.draw && row < rows; ++row) {
+      params.push_back(*chunk.draw);
+      params.back().position = chunk.first_position + row + 1;
+    }
+  }
+  DrawRows draws;
+  if (params.empty()) return draws;
+  ops::Backend& backend = *model.backend;
+  const auto rows = static_cast<int64_t>(params.size());
+  const auto bytes = static_cast<int64_t>(sizeof(ops::SampleParams));
+  PLUMB_TRY_ASSIGN(device_params, backend.allocate(DType::u8, {rows, bytes}));
+  PLUMB_TRY(backend.upload(TensorView::contiguous(params.data(), DType::u8, {rows, bytes}), device_params.view));
+  PLUMB_TRY_ASSIGN(ids, backend.allocate(DType::i32, {rows}));
+  draws.params = std::move(device_params);
+  draws.ids = std::move(ids);
+  return draws;
+}
+
+Result<Logits> download_draws(const Model& model, const DrawRows& draws) {
+  Logits logits;
+  logits.rows = draws.ids.view.dim(0);
+  logits.vocab = model.config.vocab;
+  logits.draws.resize(static_cast<size_t>(logits.rows));
+  PLUMB_TRY(model.backend->download(draws.ids.view,
+                                    TensorView::contiguous(logits.draws.data(), DType::i32, {logits.rows})));
+  return logits;
+}
+
 Result<Logits> run_chunks(const Model& model, std::span<const StreamChunk> chunks, int64_t rows) {
   PLUMB_TRY_ASSIGN(space, allocate_workspace(model, rows));
   PLUMB_TRY(upload_inputs(model, chunks, space));
+  PLUMB_TRY_ASSIGN(draws, upload_draws(model, chunks));
   ops::GraphScope graph(*model.backend, rows <= kGraphRows ? rows : 0);
   const float embed_scale = static_cast<float>(std::sqrt(static_cast<double>(model.config.hidden)));
   PLUMB_TRY(ops::embed_rows(*model.backend, space.ids.view, model.weights.embed, embed_scale, space.h.view));
@@ -258,8 +306,9 @@ Result<Logits> run_chunks(const Model& model, std::span<const StreamChunk> chunk
   PLUMB_TRY(ops::rms_norm(*model.backend, space.h.view, &model.weights.final_norm, model.config.rms_norm_eps,
                           space.xn.view));
   PLUMB_TRY_ASSIGN(head, launch_head(model, chunks, space));
+  if (draws.ids.storage) PLUMB_TRY(ops::sample(*model.backend, head.values.view, draws.params.view, draws.ids.view));
   PLUMB_TRY(graph.finish());
-  return download_logits(model, head);
+  return draws.ids.storage ? download_draws(model, draws) : download_logits(model, head);
 }
 
 }  // namespace

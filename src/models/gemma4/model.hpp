@@ -4,6 +4,7 @@
 // soft-capped logits of the rows asked for.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -31,17 +32,22 @@ enum class LogitRows : uint8_t { none, last, all };
 
 // One stream's rows in a forward call: `tokens` at positions first_position, first_position + 1, ...
 // first_position is at most the cache's end (a smaller one rewrites from there, after rejected drafts).
+// With `draw` set, each of the chunk's logits rows is drawn on the device (ops::sample) for the position the
+// drawn token takes (the row's position + 1; draw->position is ignored); either every chunk with logits
+// rows sets it or none does.
 struct StreamChunk {
   StreamCache* cache = nullptr;
   std::span<const int32_t> tokens;
   int64_t first_position = 0;
   LogitRows logits = LogitRows::last;
+  std::optional<ops::SampleParams> draw;
 };
 
 struct Logits {
   int64_t rows = 0;
   int64_t vocab = 0;
   std::vector<float> values;  // [rows, vocab]: the chunks' requested rows in order, soft-capped, bf16 values
+  std::vector<int32_t> draws;  // [rows] instead of values when the chunks ask for draws
   std::span<const float> row(int64_t r) const {
     return std::span<const float>(values).subspan(static_cast<size_t>(r * vocab), static_cast<size_t>(vocab));
   }

@@ -1,0 +1,52 @@
+// Controls for the keyed draw: each replaces the sample launcher with the host's draw carrying one fault.
+#include <cstring>
+#include <vector>
+
+#include "contract/controls/common.hpp"
+#include "contract/registry.hpp"
+#include "ops/sampling.hpp"
+
+namespace plumb::contract::controls {
+
+namespace {
+
+enum class DrawFault { ties_to_highest_id, own_position, ignores_top_k };
+
+template <DrawFault fault>
+class SampleFault final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  void sample(const ops::SampleLaunch& launch) override {
+    std::vector<float> row(static_cast<size_t>(launch.width));
+    for (int64_t r = 0; r < launch.rows; ++r) {
+      // Reversed, equal logits rank by id descending; the id is mapped back after the draw.
+      const bool reverse = fault == DrawFault::ties_to_highest_id;
+      for (int64_t k = 0; k < launch.width; ++k) {
+        const int64_t at = r * launch.x_stride + (reverse ? launch.width - 1 - k : k);
+        row[static_cast<size_t>(k)] = launch.x_dtype == DType::f32
+                                          ? static_cast<const float*>(launch.x)[at]
+                                          : bf16_to_f32(static_cast<const uint16_t*>(launch.x)[at]);
+      }
+      ops::SampleParams params = launch.params[r];
+      if (fault == DrawFault::own_position) --params.position;
+      if (fault == DrawFault::ignores_top_k) params.top_k = 0;
+      const int32_t id = ops::draw_keyed(row, params);
+      launch.out[r] = reverse && id >= 0 ? static_cast<int32_t>(launch.width - 1 - id) : id;
+    }
+  }
+};
+
+}  // namespace
+
+void register_sample_controls(Registry& registry) {
+  auto& list = registry.controls;
+  list.push_back(planted<SampleFault<DrawFault::ties_to_highest_id>>(
+      "sample/ties-to-highest-id", "sample/logits-bf16", Gate::stress, "ranks equal logits by id descending"));
+  list.push_back(planted<SampleFault<DrawFault::own_position>>(
+      "sample/own-position", "sample/logits-f32", Gate::shapes,
+      "keys the draw by the row's position instead of the drawn token's"));
+  list.push_back(planted<SampleFault<DrawFault::ignores_top_k>>("sample/ignores-top-k", "sample/logits-bf16",
+                                                                Gate::shapes, "drops the top-k filter"));
+}
+
+}  // namespace plumb::contract::controls

@@ -1,0 +1,17 @@
+#pragma once
+// The keyed draw on the host (keyed_draw.hpp's steps, by sorting): the CPU backend's sample op, the
+// contract's reference for every backend's, and the engine's draw from downloaded logits.
+#include <cstdint>
+#include <span>
+
+#include "ops/keyed_draw.hpp"
+
+namespace plumb::ops {
+
+// The lowest id of the largest non-NaN value; -1 for an empty or all-NaN row.
+int32_t greedy_id(std::span<const float> logits);
+
+// The token drawn from `logits` for params.position under params (temperature, top-k, top-p, min-p, seed).
+int32_t draw_keyed(std::span<const float> logits, const SampleParams& params);
+
+}  // namespace plumb::ops
