@@ -204,7 +204,38 @@ void bench_attention(CudaBackend& backend, int64_t heads, int64_t kv_heads, int6
       heads, kv_heads, dim, window, context, rows, ms, replay);
 }
 
-// Sections to run: all without arguments, else those named (matmul-bf16, matmul-4bit, attention).
+// The keyed draw over Gemma 4's vocabulary (f32 soft-capped logits in [-30, 30]) at 1 and 32 rows, greedy
+// and with the checkpoints' defaults (temperature 1, top-k 64, top-p 0.95), and with no top-k.
+void bench_sample(CudaBackend& backend) {
+  constexpr int64_t kVocab = 262144;
+  struct Setting {
+    const char* label;
+    ops::SampleParams params;
+  };
+  const Setting settings[] = {{"greedy", {0.0f, 1.0f, 0.0f, 0, 1, 0}},
+                              {"t 1 top-k 64 top-p 0.95", {1.0f, 0.95f, 0.0f, 64, 1, 0}},
+                              {"t 1 top-p 0.95", {1.0f, 0.95f, 0.0f, 0, 1, 0}},
+                              {"t 1 min-p 0.05", {1.0f, 1.0f, 0.05f, 0, 1, 0}}};
+  for (int64_t rows : {1, 32}) {
+    DeviceTensor raw = tensor(backend, DType::bf16, {rows, kVocab}, 31, -60.0f, 60.0f);
+    DeviceTensor logits = tensor(backend, DType::f32, {rows, kVocab}, 33);
+    require(ops::soft_cap(backend, raw.view, 30.0f, logits.view));
+    DeviceTensor ids = tensor(backend, DType::i32, {rows}, 32);
+    const auto bytes = static_cast<int64_t>(sizeof(ops::SampleParams));
+    auto params = backend.allocate(DType::u8, {rows, bytes});
+    if (!params) require(params.error());
+    for (const Setting& setting : settings) {
+      std::vector<ops::SampleParams> host(static_cast<size_t>(rows), setting.params);
+      for (int64_t r = 0; r < rows; ++r) host[static_cast<size_t>(r)].position = 1000 + r;
+      require(backend.upload(TensorView::contiguous(host.data(), DType::u8, {rows, bytes}), params->view));
+      const double ms =
+          median_ms(backend, [&] { require(ops::sample(backend, logits.view, params->view, ids.view)); });
+      fmt::print("sample {:<26} rows {:>3}: {:8.3f} ms\n", setting.label, rows, ms);
+    }
+  }
+}
+
+// Sections to run: all without arguments, else those named (matmul-bf16, matmul-4bit, attention, sample).
 int run(const std::vector<std::string>& sections) {
   const auto wanted = [&](std::string_view name) {
     return sections.empty() || std::find(sections.begin(), sections.end(), name) != sections.end();
@@ -231,6 +262,7 @@ int run(const std::vector<std::string>& sections) {
     bench_attention(backend, 16, 8, 256, 1024, 2048, 2048);
     bench_attention(backend, 16, 1, 512, 0, 2048, 2048);
   }
+  if (wanted("sample")) bench_sample(backend);
   fmt::print("arena peak {:.2f} GiB\n", static_cast<double>(backend.arena().peak_in_use_bytes()) / (1 << 30));
   return 0;
 }

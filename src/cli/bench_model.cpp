@@ -24,11 +24,6 @@ double kv_bytes(const gemma4::LayerSpec& layer) {
   return 2.0 * static_cast<double>(layer.kv_heads * layer.head_dim) * 2.0;  // keys and values, bf16
 }
 
-// Greedy: the highest logit, ties to the lowest id.
-int32_t greedy(std::span<const float> row) {
-  return static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
-}
-
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -102,20 +97,23 @@ Result<DecodeRun> run_decode(const gemma4::Model& model, int64_t streams, int64_
     prompts.push_back(bench_prompt(s, prompt, model.config.vocab));
   }
   std::vector<gemma4::StreamChunk> chunks(static_cast<size_t>(streams));
-  for (int64_t s = 0; s < streams; ++s) chunks[s] = {&caches[s], prompts[s], 0, gemma4::LogitRows::last};
+  const ops::SampleParams greedy_draw;  // temperature 0: drawn on the device, as the engine does
+  for (int64_t s = 0; s < streams; ++s)
+    chunks[s] = {&caches[s], prompts[s], 0, gemma4::LogitRows::last, greedy_draw};
   PLUMB_TRY_ASSIGN(first, gemma4::forward(model, chunks));
   run.tokens.resize(static_cast<size_t>(streams));
-  for (int64_t s = 0; s < streams; ++s) run.tokens[s].push_back(greedy(first.row(s)));
+  for (int64_t s = 0; s < streams; ++s) run.tokens[s].push_back(first.draws[static_cast<size_t>(s)]);
   constexpr size_t kProfileLines = 30;
   if (profile) (void)take_op_profile(*model.backend, 1, 0);  // drops the prompt's times
   for (int64_t step = 0; step < steps; ++step) {
     for (int64_t s = 0; s < streams; ++s)
-      chunks[s] = {&caches[s], std::span(&run.tokens[s].back(), 1), prompt + step, gemma4::LogitRows::last};
+      chunks[s] = {&caches[s], std::span(&run.tokens[s].back(), 1), prompt + step, gemma4::LogitRows::last,
+                   greedy_draw};
     PLUMB_TRY(model.backend->synchronize());
     const auto start = std::chrono::steady_clock::now();
     PLUMB_TRY_ASSIGN(logits, gemma4::forward(model, chunks));
     run.step_seconds.push_back(seconds_since(start));
-    for (int64_t s = 0; s < streams; ++s) run.tokens[s].push_back(greedy(logits.row(s)));
+    for (int64_t s = 0; s < streams; ++s) run.tokens[s].push_back(logits.draws[static_cast<size_t>(s)]);
   }
   if (profile) run.profile = take_op_profile(*model.backend, steps, kProfileLines);
   return run;
@@ -127,12 +125,12 @@ Result<PromptRun> run_prompt(const gemma4::Model& model, int64_t length, int rep
   const std::vector<int32_t> ids = bench_prompt(0, length, model.config.vocab);
   for (int r = 0; r <= repeats; ++r) {
     PLUMB_TRY_ASSIGN(cache, gemma4::new_stream(model, length));
-    const gemma4::StreamChunk chunk{&cache, ids, 0, gemma4::LogitRows::last};
+    const gemma4::StreamChunk chunk{&cache, ids, 0, gemma4::LogitRows::last, ops::SampleParams{}};
     PLUMB_TRY(model.backend->synchronize());
     const auto start = std::chrono::steady_clock::now();
     PLUMB_TRY_ASSIGN(logits, gemma4::forward(model, std::span(&chunk, 1)));
     const double seconds = seconds_since(start);
-    run.first_tokens.push_back(greedy(logits.row(0)));
+    run.first_tokens.push_back(logits.draws[0]);
     if (r > 0) run.seconds.push_back(seconds);  // the first call warms up (allocations, first touches)
     if (profile) {
       std::string times = take_op_profile(*model.backend, 1, 20);
