@@ -12,15 +12,18 @@ namespace {
 
 namespace keyed = ops::keyed;
 
-constexpr int kThreads = 512;
+constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / 32;
 constexpr int kBuckets = 1 << 11;
 // The rank key's digits from the top, 11 + 11 + 10 bits of logit, then the same of id.
 constexpr int kDigitCount = 6;
 __device__ __forceinline__ int digit_bits(int digit) { return digit % 3 == 2 ? 10 : 11; }
 
+// A bucket's weight is 64 bits kept as two 32-bit words: shared memory adds 32-bit integers natively, and
+// a 64-bit add would be a compare-and-swap loop that contends on the few crowded top buckets.
 struct Shared {
-  unsigned long long sums[kBuckets];
+  unsigned sum_low[kBuckets];
+  unsigned sum_high[kBuckets];
   unsigned counts[kBuckets];
   unsigned long long warp_totals[kWarps];
   unsigned long long total;
@@ -47,6 +50,25 @@ struct Members {
 
 __device__ __forceinline__ bool member(float logit, uint64_t key, uint64_t weight, const Members& m) {
   return isfinite(logit) && key >= m.lower && weight >= m.min_weight;
+}
+
+__device__ __forceinline__ uint64_t bucket_sum(const Shared& s, unsigned digit) {
+  return (static_cast<uint64_t>(s.sum_high[digit]) << 32) | s.sum_low[digit];
+}
+
+// Adds one member to its bucket. Lanes of a warp that share a bucket add once, through their leader: the
+// top digit puts most of a row into a few buckets. Weights are below 2^44, so 26-bit and 18-bit halves sum
+// over 32 lanes without overflow.
+__device__ __forceinline__ void add_to_bucket(Shared& s, unsigned digit, uint64_t value) {
+  const unsigned peers = __match_any_sync(__activemask(), digit);
+  const unsigned low = __reduce_add_sync(peers, static_cast<unsigned>(value & 0x3ffffffu));
+  const unsigned high = __reduce_add_sync(peers, static_cast<unsigned>(value >> 26));
+  if (static_cast<int>(threadIdx.x % 32) != __ffs(peers) - 1) return;
+  atomicAdd(&s.counts[digit], static_cast<unsigned>(__popc(peers)));
+  const uint64_t sum = (static_cast<uint64_t>(high) << 26) + low;
+  const unsigned add_low = static_cast<unsigned>(sum), add_high = static_cast<unsigned>(sum >> 32);
+  const unsigned before = atomicAdd(&s.sum_low[digit], add_low);
+  atomicAdd(&s.sum_high[digit], add_high + (before + add_low < before ? 1u : 0u));
 }
 
 __device__ unsigned long long block_sum(Shared& s, unsigned long long value) {
@@ -80,23 +102,25 @@ __device__ unsigned long long block_exclusive_scan(Shared& s, unsigned long long
 __device__ uint64_t select_key(const SampleArgs& a, int64_t row, Shared& s, const Members& m, bool by_count,
                                uint64_t target) {
   const uint64_t* weights = a.weights + row * a.width;
+  // A weightless member never moves a weight select (its target is >= 1), so only counts see it.
+  const auto counted = [&](float logit, uint64_t key, uint64_t weight) {
+    return member(logit, key, weight, m) && (by_count || weight > 0);
+  };
   uint64_t prefix = 0, above = 0;
   int high = 64;  // bits of `prefix` fixed so far, from the top
   for (int digit = 0; digit < kDigitCount; ++digit) {
     const int bits = digit_bits(digit);
     const int shift = high - bits;
     const unsigned buckets = 1u << bits;
-    for (unsigned d = threadIdx.x; d < buckets; d += kThreads) s.sums[d] = 0, s.counts[d] = 0;
+    for (unsigned d = threadIdx.x; d < buckets; d += kThreads) s.sum_low[d] = 0, s.sum_high[d] = 0, s.counts[d] = 0;
     __syncthreads();
     for (int64_t i = threadIdx.x; i < a.width; i += kThreads) {
       const float logit = logit_at(a, row, i);
       const uint64_t key = keyed::rank_key(logit, static_cast<uint32_t>(i));
       if (high < 64 && (key >> high) != (prefix >> high)) continue;
       const uint64_t weight = weights[i];
-      if (!member(logit, key, weight, m)) continue;
-      const unsigned digit = static_cast<unsigned>(key >> shift) & (buckets - 1u);
-      atomicAdd(&s.counts[digit], 1u);
-      atomicAdd(&s.sums[digit], by_count ? 1ull : weight);
+      if (!counted(logit, key, weight)) continue;
+      add_to_bucket(s, static_cast<unsigned>(key >> shift) & (buckets - 1u), by_count ? 1u : weight);
     }
     __syncthreads();
     // Thread t owns the buckets [buckets - (t + 1) * per, buckets - t * per): the highest digits first.
@@ -104,18 +128,18 @@ __device__ uint64_t select_key(const SampleArgs& a, int64_t row, Shared& s, cons
     const unsigned top = buckets - threadIdx.x * per;  // one past this thread's highest digit
     unsigned long long own = 0;
     if (threadIdx.x * per < buckets)
-      for (unsigned d = top - per; d < top; ++d) own += s.sums[d];
+      for (unsigned d = top - per; d < top; ++d) own += bucket_sum(s, d);
     const unsigned long long before = above + block_exclusive_scan(s, own);
     if (own > 0 && before < target && before + own >= target) {
       unsigned long long running = before;
       for (unsigned d = top; d-- > top - per;) {
-        if (running + s.sums[d] >= target) {
+        if (running + bucket_sum(s, d) >= target) {
           s.chosen_digit = d;
           s.chosen_above = running;
           s.chosen_count = s.counts[d];
           break;
         }
-        running += s.sums[d];
+        running += bucket_sum(s, d);
       }
     }
     __syncthreads();
@@ -129,7 +153,7 @@ __device__ uint64_t select_key(const SampleArgs& a, int64_t row, Shared& s, cons
   for (int64_t i = threadIdx.x; i < a.width; i += kThreads) {
     const float logit = logit_at(a, row, i);
     const uint64_t key = keyed::rank_key(logit, static_cast<uint32_t>(i));
-    if ((key >> high) == (prefix >> high) && member(logit, key, weights[i], m)) s.key = key;
+    if ((key >> high) == (prefix >> high) && counted(logit, key, weights[i])) s.key = key;
   }
   __syncthreads();
   return s.key;

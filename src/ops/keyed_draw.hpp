@@ -86,8 +86,13 @@ PLUMB_HD double exp_fixed(double d) {
                                            1.0 / 6.0,         0.5,              1.0,
                                            1.0};
   for (double c : kInverseFactorials) sum = sum * r + c;
-  double scale = 1.0;  // 2^k by halving: exact, k >= -58
-  for (int64_t i = static_cast<int64_t>(k); i < 0; ++i) scale *= 0.5;
+  // 2^k from its bits (k >= -58: a normal double), an exact scaling.
+  const uint64_t scale_bits = static_cast<uint64_t>(1023 + static_cast<int64_t>(k)) << 52;
+#if defined(__CUDA_ARCH__)
+  const double scale = __longlong_as_double(static_cast<long long>(scale_bits));
+#else
+  const double scale = __builtin_bit_cast(double, scale_bits);
+#endif
   return sum * scale;
 }
 
