@@ -1,7 +1,11 @@
-// The keyed draw of ops/keyed_draw.hpp, one block per logits row. Reproduces the host's sort with radix
-// selects over the 64-bit rank keys: each select finds the largest key whose members at or above it reach
-// an integer target (a count for top-k, a weight for top-p and the draw). Every sum is an integer, so the
-// order of the shared-memory atomics never changes a bit. No float rounding beyond keyed_draw.hpp's steps.
+// The keyed draw of ops/keyed_draw.hpp, one cluster of kCluster blocks per logits row. Reproduces the
+// host's sort with radix selects over the 64-bit rank keys: each select finds the largest key whose members
+// at or above it reach an integer target (a count for top-k, a weight for top-p and the draw). Each block
+// histograms its share of the row; every block then reads all the cluster's histograms (distributed shared
+// memory) and makes the same choice. Every sum is an integer, so the order of the atomics and of the
+// blocks never changes a bit. No float rounding beyond keyed_draw.hpp's steps.
+#include <cooperative_groups.h>
+
 #include "cuda/bf16.cuh"
 #include "cuda/launchers.hpp"
 #include "ops/keyed_draw.hpp"
@@ -10,9 +14,11 @@ namespace plumb::cuda {
 
 namespace {
 
+namespace cg = cooperative_groups;
 namespace keyed = ops::keyed;
 
-constexpr int kThreads = 1024;
+constexpr int kThreads = 512;
+constexpr int kCluster = 8;  // blocks per row: 32 rows fill 256 block slots, one wave at two per SM
 constexpr int kWarps = kThreads / 32;
 constexpr int kBuckets = 1 << 11;
 // The rank key's digits from the top, 11 + 11 + 10 bits of logit, then the same of id.
@@ -26,21 +32,32 @@ struct Shared {
   unsigned sum_high[kBuckets];
   unsigned counts[kBuckets];
   unsigned long long warp_totals[kWarps];
-  unsigned long long total;
-  unsigned long long key;  // a select's answer
-  unsigned long long chosen_above;
+  unsigned long long block_total;  // this block's part of a cluster sum
+  unsigned long long found_key;    // a find pass's key, where `found`
+  unsigned found;
   unsigned chosen_digit;
   unsigned chosen_count;
-  float best_value[kWarps];
-  int best_id[kWarps];
-  float top[kWarps];
-  unsigned finite[kWarps];
+  unsigned long long chosen_above;
+  float best_value, top;  // this block's summary
+  int best_id;
+  unsigned finite;
+  float warp_best[kWarps], warp_top[kWarps];
+  int warp_best_id[kWarps];
+  unsigned warp_finite[kWarps];
 };
 
-__device__ __forceinline__ float logit_at(const SampleArgs& a, int64_t row, int64_t i) {
-  const int64_t at = row * a.x_stride + i;
-  return a.x_f32 ? static_cast<const float*>(a.x)[at] : bf16_value(static_cast<const uint16_t*>(a.x)[at]);
-}
+// This block's share of a row: elements first, first + stride, ...
+struct Slice {
+  const SampleArgs* a;
+  int64_t row;
+  int64_t first;
+  int64_t stride;
+
+  __device__ __forceinline__ float logit(int64_t i) const {
+    const int64_t at = row * a->x_stride + i;
+    return a->x_f32 ? static_cast<const float*>(a->x)[at] : bf16_value(static_cast<const uint16_t*>(a->x)[at]);
+  }
+};
 
 // Who takes part in a select or a sum: finite, ranked at or above `lower`, weight at least `min_weight`.
 struct Members {
@@ -71,17 +88,20 @@ __device__ __forceinline__ void add_to_bucket(Shared& s, unsigned digit, uint64_
   atomicAdd(&s.sum_high[digit], add_high + (before + add_low < before ? 1u : 0u));
 }
 
-__device__ unsigned long long block_sum(Shared& s, unsigned long long value) {
+// The sum of `value` over every thread of the cluster.
+__device__ uint64_t cluster_sum(cg::cluster_group& cluster, Shared& s, unsigned long long value) {
   for (int offset = 16; offset >= 1; offset /= 2) value += __shfl_down_sync(0xffffffffu, value, offset);
+  if (threadIdx.x == 0) s.block_total = 0;
   __syncthreads();
-  if (threadIdx.x == 0) s.total = 0;
-  __syncthreads();
-  if (threadIdx.x % 32 == 0) atomicAdd(&s.total, value);
-  __syncthreads();
-  return s.total;
+  if (threadIdx.x % 32 == 0) atomicAdd(&s.block_total, value);
+  cluster.sync();
+  uint64_t total = 0;
+  for (unsigned rank = 0; rank < kCluster; ++rank) total += *cluster.map_shared_rank(&s.block_total, rank);
+  cluster.sync();  // no block rewrites its total before every block has read it
+  return total;
 }
 
-// Exclusive prefix of `value` over threads 0, 1, ... (integers: exact in any order).
+// Exclusive prefix of `value` over threads 0, 1, ... of the block (integers: exact in any order).
 __device__ unsigned long long block_exclusive_scan(Shared& s, unsigned long long value) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   unsigned long long inclusive = value;
@@ -97,11 +117,54 @@ __device__ unsigned long long block_exclusive_scan(Shared& s, unsigned long long
   return before + inclusive - value;
 }
 
+// A bucket of the cluster: its weight (or count) and count summed over every block's histogram.
+__device__ __forceinline__ void cluster_bucket(cg::cluster_group& cluster, Shared& s, unsigned digit,
+                                               uint64_t* sum, unsigned* count) {
+  *sum = 0, *count = 0;
+  for (unsigned rank = 0; rank < kCluster; ++rank) {
+    const Shared* remote = cluster.map_shared_rank(&s, rank);
+    *sum += bucket_sum(*remote, digit);
+    *count += remote->counts[digit];
+  }
+}
+
+// After every block's histogram is complete: the digit at which the members reach `target`, from the
+// cluster's summed buckets. Thread t owns the buckets [buckets - (t + 1) * per, buckets - t * per), the
+// highest digits first; every block computes the same choice.
+__device__ void choose_digit(cg::cluster_group& cluster, Shared& s, unsigned buckets, uint64_t above,
+                             uint64_t target) {
+  const unsigned per = buckets > kThreads ? buckets / kThreads : 1u;
+  const unsigned top = buckets - threadIdx.x * per;  // one past this thread's highest digit
+  const bool owns = threadIdx.x * per < buckets;
+  uint64_t sum = 0;
+  unsigned count = 0;
+  unsigned long long own = 0;
+  for (unsigned d = top; owns && d-- > top - per;) {
+    cluster_bucket(cluster, s, d, &sum, &count);
+    own += sum;
+  }
+  const unsigned long long before = above + block_exclusive_scan(s, own);
+  if (own > 0 && before < target && before + own >= target) {
+    unsigned long long running = before;
+    for (unsigned d = top; d-- > top - per;) {  // the crossing thread reads its buckets again
+      cluster_bucket(cluster, s, d, &sum, &count);
+      if (running + sum >= target) {
+        s.chosen_digit = d;
+        s.chosen_above = running;
+        s.chosen_count = count;
+        break;
+      }
+      running += sum;
+    }
+  }
+  __syncthreads();
+}
+
 // The largest rank key K such that the members with key >= K carry at least `target` (weights, or one each
 // when `by_count`). The members' total must reach target >= 1.
-__device__ uint64_t select_key(const SampleArgs& a, int64_t row, Shared& s, const Members& m, bool by_count,
-                               uint64_t target) {
-  const uint64_t* weights = a.weights + row * a.width;
+__device__ uint64_t select_key(cg::cluster_group& cluster, const Slice& slice, Shared& s, const Members& m,
+                               bool by_count, uint64_t target) {
+  const uint64_t* weights = slice.a->weights + slice.row * slice.a->width;
   // A weightless member never moves a weight select (its target is >= 1), so only counts see it.
   const auto counted = [&](float logit, uint64_t key, uint64_t weight) {
     return member(logit, key, weight, m) && (by_count || weight > 0);
@@ -114,8 +177,8 @@ __device__ uint64_t select_key(const SampleArgs& a, int64_t row, Shared& s, cons
     const unsigned buckets = 1u << bits;
     for (unsigned d = threadIdx.x; d < buckets; d += kThreads) s.sum_low[d] = 0, s.sum_high[d] = 0, s.counts[d] = 0;
     __syncthreads();
-    for (int64_t i = threadIdx.x; i < a.width; i += kThreads) {
-      const float logit = logit_at(a, row, i);
+    for (int64_t i = slice.first; i < slice.a->width; i += slice.stride) {
+      const float logit = slice.logit(i);
       const uint64_t key = keyed::rank_key(logit, static_cast<uint32_t>(i));
       if (high < 64 && (key >> high) != (prefix >> high)) continue;
       const uint64_t weight = weights[i];
@@ -123,127 +186,122 @@ __device__ uint64_t select_key(const SampleArgs& a, int64_t row, Shared& s, cons
       add_to_bucket(s, static_cast<unsigned>(key >> shift) & (buckets - 1u), by_count ? 1u : weight);
     }
     __syncthreads();
-    // Thread t owns the buckets [buckets - (t + 1) * per, buckets - t * per): the highest digits first.
-    const unsigned per = buckets > kThreads ? buckets / kThreads : 1u;
-    const unsigned top = buckets - threadIdx.x * per;  // one past this thread's highest digit
-    unsigned long long own = 0;
-    if (threadIdx.x * per < buckets)
-      for (unsigned d = top - per; d < top; ++d) own += bucket_sum(s, d);
-    const unsigned long long before = above + block_exclusive_scan(s, own);
-    if (own > 0 && before < target && before + own >= target) {
-      unsigned long long running = before;
-      for (unsigned d = top; d-- > top - per;) {
-        if (running + bucket_sum(s, d) >= target) {
-          s.chosen_digit = d;
-          s.chosen_above = running;
-          s.chosen_count = s.counts[d];
-          break;
-        }
-        running += bucket_sum(s, d);
-      }
-    }
-    __syncthreads();
+    cluster.sync();
+    choose_digit(cluster, s, buckets, above, target);
     prefix |= static_cast<uint64_t>(s.chosen_digit) << shift;
     above = s.chosen_above;
     high = shift;
-    if (s.chosen_count == 1 || high == 0) break;
+    const bool alone = s.chosen_count == 1;
+    cluster.sync();  // every block has read every histogram before any clears its own
+    if (alone || high == 0) break;
   }
   if (high == 0) return prefix;
-  // One member left under the prefix: find its whole key.
-  for (int64_t i = threadIdx.x; i < a.width; i += kThreads) {
-    const float logit = logit_at(a, row, i);
-    const uint64_t key = keyed::rank_key(logit, static_cast<uint32_t>(i));
-    if ((key >> high) == (prefix >> high) && counted(logit, key, weights[i])) s.key = key;
-  }
+  // One member left under the prefix: the block holding it publishes its whole key.
+  if (threadIdx.x == 0) s.found = 0;
   __syncthreads();
-  return s.key;
+  for (int64_t i = slice.first; i < slice.a->width; i += slice.stride) {
+    const float logit = slice.logit(i);
+    const uint64_t key = keyed::rank_key(logit, static_cast<uint32_t>(i));
+    if ((key >> high) == (prefix >> high) && counted(logit, key, weights[i])) s.found_key = key, s.found = 1;
+  }
+  cluster.sync();
+  uint64_t key = 0;
+  for (unsigned rank = 0; rank < kCluster; ++rank) {
+    const Shared* remote = cluster.map_shared_rank(&s, rank);
+    if (remote->found) key = remote->found_key;
+  }
+  cluster.sync();
+  return key;
 }
 
 // Greedy id (largest non-NaN logit, lowest id), largest finite logit and the finite count of the row.
 struct RowSummary {
-  int best_id;
-  float top;
-  unsigned finite;
+  int best_id = -1;
+  float best = 0.0f;
+  float top = -INFINITY;
+  unsigned finite = 0;
+
+  __device__ void take(float value, int id, float other_top, unsigned other_finite) {
+    if (id >= 0 && (best_id < 0 || value > best || (value == best && id < best_id))) best = value, best_id = id;
+    top = fmaxf(top, other_top);
+    finite += other_finite;
+  }
 };
 
-__device__ RowSummary summarize(const SampleArgs& a, int64_t row, Shared& s) {
-  float best = 0.0f, top = -INFINITY;
-  int best_id = -1;
-  unsigned finite = 0;
-  for (int64_t i = threadIdx.x; i < a.width; i += kThreads) {
-    const float logit = logit_at(a, row, i);
-    if (!isnan(logit) && (best_id < 0 || logit > best)) best = logit, best_id = static_cast<int>(i);
-    if (isfinite(logit)) top = fmaxf(top, logit), ++finite;
+__device__ RowSummary summarize(cg::cluster_group& cluster, const Slice& slice, Shared& s) {
+  RowSummary mine;
+  for (int64_t i = slice.first; i < slice.a->width; i += slice.stride) {
+    const float logit = slice.logit(i);
+    if (!isnan(logit)) mine.take(logit, static_cast<int>(i), -INFINITY, 0);
+    if (isfinite(logit)) mine.take(0.0f, -1, logit, 1);
   }
-  if (best_id < 0) best = NAN;
-  for (int offset = 16; offset >= 1; offset /= 2) {
-    const float other = __shfl_down_sync(0xffffffffu, best, offset);
-    const int other_id = __shfl_down_sync(0xffffffffu, best_id, offset);
-    if (other_id >= 0 && (best_id < 0 || other > best || (other == best && other_id < best_id)))
-      best = other, best_id = other_id;
-    top = fmaxf(top, __shfl_down_sync(0xffffffffu, top, offset));
-    finite += __shfl_down_sync(0xffffffffu, finite, offset);
-  }
+  for (int offset = 16; offset >= 1; offset /= 2)
+    mine.take(__shfl_down_sync(0xffffffffu, mine.best, offset), __shfl_down_sync(0xffffffffu, mine.best_id, offset),
+              __shfl_down_sync(0xffffffffu, mine.top, offset), __shfl_down_sync(0xffffffffu, mine.finite, offset));
   const int warp = threadIdx.x / 32;
   if (threadIdx.x % 32 == 0) {
-    s.best_value[warp] = best;
-    s.best_id[warp] = best_id;
-    s.top[warp] = top;
-    s.finite[warp] = finite;
+    s.warp_best[warp] = mine.best;
+    s.warp_best_id[warp] = mine.best_id;
+    s.warp_top[warp] = mine.top;
+    s.warp_finite[warp] = mine.finite;
   }
   __syncthreads();
-  RowSummary summary{-1, -INFINITY, 0};
-  float summary_best = 0.0f;
-  for (int w = 0; w < kWarps; ++w) {
-    const int id = s.best_id[w];
-    if (id >= 0 && (summary.best_id < 0 || s.best_value[w] > summary_best ||
-                    (s.best_value[w] == summary_best && id < summary.best_id)))
-      summary_best = s.best_value[w], summary.best_id = id;
-    summary.top = fmaxf(summary.top, s.top[w]);
-    summary.finite += s.finite[w];
+  if (threadIdx.x == 0) {
+    RowSummary block;
+    for (int w = 0; w < kWarps; ++w) block.take(s.warp_best[w], s.warp_best_id[w], s.warp_top[w], s.warp_finite[w]);
+    s.best_value = block.best, s.best_id = block.best_id, s.top = block.top, s.finite = block.finite;
   }
-  __syncthreads();
-  return summary;
+  cluster.sync();
+  RowSummary row;
+  for (unsigned rank = 0; rank < kCluster; ++rank) {
+    const Shared* remote = cluster.map_shared_rank(&s, rank);
+    row.take(remote->best_value, remote->best_id, remote->top, remote->finite);
+  }
+  cluster.sync();  // read before any block may leave (a greedy row ends here)
+  return row;
 }
 
-__global__ void __launch_bounds__(kThreads) sample_kernel(SampleArgs a) {
-  __shared__ Shared s;
-  const int64_t row = blockIdx.x;
-  const ops::SampleParams p = a.params[row];
-  const RowSummary summary = summarize(a, row, s);
-  if (keyed::greedy(p) || summary.finite == 0) {
-    if (threadIdx.x == 0) a.out[row] = summary.best_id;
-    return;
-  }
-  // Weights once, then the selects read them.
-  uint64_t* weights = a.weights + row * a.width;
-  for (int64_t i = threadIdx.x; i < a.width; i += kThreads) {
-    const float logit = logit_at(a, row, i);
-    weights[i] = isfinite(logit) ? keyed::weight(keyed::gap(logit, summary.top, p.temperature)) : 0;
-  }
-  __syncthreads();
-  Members m;
-  if (p.top_k > 0 && static_cast<unsigned>(p.top_k) < summary.finite)
-    m.lower = select_key(a, row, s, m, true, static_cast<uint64_t>(p.top_k));
-  if (p.top_p < 1.0f) {
-    unsigned long long kept = 0;
-    for (int64_t i = threadIdx.x; i < a.width; i += kThreads) {
-      const float logit = logit_at(a, row, i);
-      if (member(logit, keyed::rank_key(logit, static_cast<uint32_t>(i)), weights[i], m)) kept += weights[i];
-    }
-    const uint64_t total = block_sum(s, kept);
-    m.lower = select_key(a, row, s, m, false, keyed::ceil_fraction(total, p.top_p));
-  }
-  if (p.min_p > 0.0f) m.min_weight = keyed::ceil_fraction(uint64_t{1} << keyed::kWeightBits, p.min_p);
+// The weight of the members of this block's share, summed over the cluster.
+__device__ uint64_t kept_weight(cg::cluster_group& cluster, const Slice& slice, Shared& s, const Members& m) {
+  const uint64_t* weights = slice.a->weights + slice.row * slice.a->width;
   unsigned long long kept = 0;
-  for (int64_t i = threadIdx.x; i < a.width; i += kThreads) {
-    const float logit = logit_at(a, row, i);
+  for (int64_t i = slice.first; i < slice.a->width; i += slice.stride) {
+    const float logit = slice.logit(i);
     if (member(logit, keyed::rank_key(logit, static_cast<uint32_t>(i)), weights[i], m)) kept += weights[i];
   }
-  const uint64_t total = block_sum(s, kept);
-  const uint64_t target = keyed::draw_target(total, p.seed, p.position) + 1;
-  const uint64_t key = select_key(a, row, s, m, false, target);
-  if (threadIdx.x == 0) a.out[row] = static_cast<int32_t>(keyed::key_id(key));
+  return cluster_sum(cluster, s, kept);
+}
+
+__global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kThreads, 2) sample_kernel(SampleArgs a) {
+  __shared__ Shared s;
+  cg::cluster_group cluster = cg::this_cluster();
+  const int64_t row = blockIdx.x / kCluster;
+  const Slice slice{&a, row, static_cast<int64_t>(cluster.block_rank()) * kThreads + threadIdx.x,
+                    int64_t{kCluster} * kThreads};
+  const ops::SampleParams p = a.params[row];
+  const RowSummary summary = summarize(cluster, slice, s);
+  const bool writer = cluster.block_rank() == 0 && threadIdx.x == 0;
+  if (keyed::greedy(p) || summary.finite == 0) {
+    if (writer) a.out[row] = summary.best_id;
+    return;
+  }
+  // Weights once, then the selects read them (each block its own share).
+  uint64_t* weights = a.weights + row * a.width;
+  for (int64_t i = slice.first; i < a.width; i += slice.stride) {
+    const float logit = slice.logit(i);
+    weights[i] = isfinite(logit) ? keyed::weight(keyed::gap(logit, summary.top, p.temperature)) : 0;
+  }
+  Members m;
+  if (p.top_k > 0 && static_cast<unsigned>(p.top_k) < summary.finite)
+    m.lower = select_key(cluster, slice, s, m, true, static_cast<uint64_t>(p.top_k));
+  if (p.top_p < 1.0f) {
+    const uint64_t total = kept_weight(cluster, slice, s, m);
+    m.lower = select_key(cluster, slice, s, m, false, keyed::ceil_fraction(total, p.top_p));
+  }
+  if (p.min_p > 0.0f) m.min_weight = keyed::ceil_fraction(uint64_t{1} << keyed::kWeightBits, p.min_p);
+  const uint64_t total = kept_weight(cluster, slice, s, m);
+  const uint64_t key = select_key(cluster, slice, s, m, false, keyed::draw_target(total, p.seed, p.position) + 1);
+  if (writer) a.out[row] = static_cast<int32_t>(keyed::key_id(key));
 }
 
 }  // namespace
@@ -254,7 +312,7 @@ size_t sample_scratch_bytes(const SampleArgs& launch) {
 
 cudaError_t launch_sample(const SampleArgs& launch, cudaStream_t stream) {
   if (launch.rows == 0) return cudaSuccess;
-  sample_kernel<<<static_cast<unsigned>(launch.rows), kThreads, 0, stream>>>(launch);
+  sample_kernel<<<static_cast<unsigned>(launch.rows * kCluster), kThreads, 0, stream>>>(launch);
   return cudaGetLastError();
 }
 
