@@ -5,6 +5,8 @@
 // events after a warm-up; the weights span several layers so that the L2 cache holds none of them between
 // uses.
 #include <algorithm>
+#include <chrono>
+#include <span>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -16,6 +18,7 @@
 #include "cuda/cuda_backend.hpp"
 #include "ops/affine.hpp"
 #include "ops/ops.hpp"
+#include "ops/sampling.hpp"
 
 namespace plumb::bench {
 
@@ -204,6 +207,24 @@ void bench_attention(CudaBackend& backend, int64_t heads, int64_t kv_heads, int6
       heads, kv_heads, dim, window, context, rows, ms, replay);
 }
 
+// The same draws on the host, as the engine made them before the device drew: download the logits, draw
+// each row (ops::draw_keyed); the median of 3.
+double host_draw_ms(CudaBackend& backend, const TensorView& logits, const std::vector<ops::SampleParams>& params) {
+  std::vector<float> values(static_cast<size_t>(logits.elements()));
+  const int64_t width = logits.dim(1);
+  std::vector<double> times;
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    const auto start = std::chrono::steady_clock::now();
+    require(backend.download(logits, TensorView::contiguous(values.data(), DType::f32, logits.shape)));
+    for (size_t r = 0; r < params.size(); ++r)
+      (void)ops::draw_keyed(std::span(values).subspan(r * static_cast<size_t>(width), static_cast<size_t>(width)),
+                            params[r]);
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[1];
+}
+
 // The keyed draw over Gemma 4's vocabulary (f32 soft-capped logits in [-30, 30]) at 1 and 32 rows, greedy
 // and with the checkpoints' defaults (temperature 1, top-k 64, top-p 0.95), and with no top-k.
 void bench_sample(CudaBackend& backend) {
@@ -230,7 +251,8 @@ void bench_sample(CudaBackend& backend) {
       require(backend.upload(TensorView::contiguous(host.data(), DType::u8, {rows, bytes}), params->view));
       const double ms =
           median_ms(backend, [&] { require(ops::sample(backend, logits.view, params->view, ids.view)); });
-      fmt::print("sample {:<26} rows {:>3}: {:8.3f} ms\n", setting.label, rows, ms);
+      fmt::print("sample {:<26} rows {:>3}: {:8.3f} ms on the device, {:8.3f} ms on the host\n", setting.label,
+                 rows, ms, host_draw_ms(backend, logits.view, host));
     }
   }
 }

@@ -59,6 +59,18 @@ struct Slice {
   }
 };
 
+// Passes take kBatch elements per thread per step, loads first: each step waits on memory once, not
+// kBatch times. Elements past the row read as NaN, which no pass counts.
+constexpr int kBatch = 4;
+
+__device__ __forceinline__ void load_batch(const Slice& slice, int64_t base, float (&logits)[kBatch]) {
+#pragma unroll
+  for (int u = 0; u < kBatch; ++u) {
+    const int64_t i = base + u * slice.stride;
+    logits[u] = i < slice.a->width ? slice.logit(i) : NAN;
+  }
+}
+
 // Who takes part in a select or a sum: finite, ranked at or above `lower`, weight at least `min_weight`.
 struct Members {
   uint64_t lower = 0;
@@ -169,6 +181,7 @@ __device__ uint64_t select_key(cg::cluster_group& cluster, const Slice& slice, S
   const auto counted = [&](float logit, uint64_t key, uint64_t weight) {
     return member(logit, key, weight, m) && (by_count || weight > 0);
   };
+  const bool needs_weights = !by_count || m.min_weight > 0;
   uint64_t prefix = 0, above = 0;
   int high = 64;  // bits of `prefix` fixed so far, from the top
   for (int digit = 0; digit < kDigitCount; ++digit) {
@@ -177,13 +190,23 @@ __device__ uint64_t select_key(cg::cluster_group& cluster, const Slice& slice, S
     const unsigned buckets = 1u << bits;
     for (unsigned d = threadIdx.x; d < buckets; d += kThreads) s.sum_low[d] = 0, s.sum_high[d] = 0, s.counts[d] = 0;
     __syncthreads();
-    for (int64_t i = slice.first; i < slice.a->width; i += slice.stride) {
-      const float logit = slice.logit(i);
-      const uint64_t key = keyed::rank_key(logit, static_cast<uint32_t>(i));
-      if (high < 64 && (key >> high) != (prefix >> high)) continue;
-      const uint64_t weight = weights[i];
-      if (!counted(logit, key, weight)) continue;
-      add_to_bucket(s, static_cast<unsigned>(key >> shift) & (buckets - 1u), by_count ? 1u : weight);
+    for (int64_t base = slice.first; base < slice.a->width; base += kBatch * slice.stride) {
+      float logits[kBatch];
+      load_batch(slice, base, logits);
+      uint64_t keys[kBatch], batch_weights[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int64_t i = base + u * slice.stride;
+        keys[u] = keyed::rank_key(logits[u], static_cast<uint32_t>(i));
+        const bool under_prefix = high == 64 || (keys[u] >> high) == (prefix >> high);
+        if (!under_prefix) logits[u] = NAN;  // not a member from here on
+        batch_weights[u] = under_prefix && needs_weights && isfinite(logits[u]) ? weights[i] : 0;
+      }
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u)
+        if (counted(logits[u], keys[u], batch_weights[u]))
+          add_to_bucket(s, static_cast<unsigned>(keys[u] >> shift) & (buckets - 1u),
+                        by_count ? 1u : batch_weights[u]);
     }
     __syncthreads();
     cluster.sync();
@@ -230,10 +253,14 @@ struct RowSummary {
 
 __device__ RowSummary summarize(cg::cluster_group& cluster, const Slice& slice, Shared& s) {
   RowSummary mine;
-  for (int64_t i = slice.first; i < slice.a->width; i += slice.stride) {
-    const float logit = slice.logit(i);
-    if (!isnan(logit)) mine.take(logit, static_cast<int>(i), -INFINITY, 0);
-    if (isfinite(logit)) mine.take(0.0f, -1, logit, 1);
+  for (int64_t base = slice.first; base < slice.a->width; base += kBatch * slice.stride) {
+    float logits[kBatch];
+    load_batch(slice, base, logits);
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      if (!isnan(logits[u])) mine.take(logits[u], static_cast<int>(base + u * slice.stride), -INFINITY, 0);
+      if (isfinite(logits[u])) mine.take(0.0f, -1, logits[u], 1);
+    }
   }
   for (int offset = 16; offset >= 1; offset /= 2)
     mine.take(__shfl_down_sync(0xffffffffu, mine.best, offset), __shfl_down_sync(0xffffffffu, mine.best_id, offset),
@@ -265,9 +292,17 @@ __device__ RowSummary summarize(cg::cluster_group& cluster, const Slice& slice, 
 __device__ uint64_t kept_weight(cg::cluster_group& cluster, const Slice& slice, Shared& s, const Members& m) {
   const uint64_t* weights = slice.a->weights + slice.row * slice.a->width;
   unsigned long long kept = 0;
-  for (int64_t i = slice.first; i < slice.a->width; i += slice.stride) {
-    const float logit = slice.logit(i);
-    if (member(logit, keyed::rank_key(logit, static_cast<uint32_t>(i)), weights[i], m)) kept += weights[i];
+  for (int64_t base = slice.first; base < slice.a->width; base += kBatch * slice.stride) {
+    float logits[kBatch];
+    load_batch(slice, base, logits);
+    uint64_t batch_weights[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) batch_weights[u] = isfinite(logits[u]) ? weights[base + u * slice.stride] : 0;
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const uint64_t key = keyed::rank_key(logits[u], static_cast<uint32_t>(base + u * slice.stride));
+      if (member(logits[u], key, batch_weights[u], m)) kept += batch_weights[u];
+    }
   }
   return cluster_sum(cluster, s, kept);
 }
@@ -287,9 +322,15 @@ __global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kThreads, 2) 
   }
   // Weights once, then the selects read them (each block its own share).
   uint64_t* weights = a.weights + row * a.width;
-  for (int64_t i = slice.first; i < a.width; i += slice.stride) {
-    const float logit = slice.logit(i);
-    weights[i] = isfinite(logit) ? keyed::weight(keyed::gap(logit, summary.top, p.temperature)) : 0;
+  for (int64_t base = slice.first; base < a.width; base += kBatch * slice.stride) {
+    float logits[kBatch];
+    load_batch(slice, base, logits);
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int64_t i = base + u * slice.stride;
+      if (i < a.width)
+        weights[i] = isfinite(logits[u]) ? keyed::weight(keyed::gap(logits[u], summary.top, p.temperature)) : 0;
+    }
   }
   Members m;
   if (p.top_k > 0 && static_cast<unsigned>(p.top_k) < summary.finite)
