@@ -287,8 +287,10 @@ void CudaBackend::argmax(const ops::ArgmaxLaunch& launch) {
 void CudaBackend::sample(const ops::SampleLaunch& launch) {
   if (failed()) return;
   SampleArgs args = sample_args(launch);
-  args.weights = static_cast<uint64_t*>(scratch("sample", sample_scratch_bytes(args)));
-  if (args.weights == nullptr) return;
+  void* area = scratch("sample", sample_scratch_bytes(args));
+  if (area == nullptr) return;
+  args.weights = static_cast<uint64_t*>(area);
+  args.summaries = reinterpret_cast<SampleRowSummary*>(args.weights + args.rows * args.width);
   run(
       "sample", [&] { return launch_sample(args, stream_.get()); },
       [&] { return rows_label("sample", launch.rows, launch.width); });

@@ -1,4 +1,5 @@
-// The keyed draw of ops/keyed_draw.hpp, one cluster of kCluster blocks per logits row. Reproduces the
+// The keyed draw of ops/keyed_draw.hpp in three kernels: a summary per row (greedy rows end there), the
+// weights over the whole grid, then the selects, one cluster of kCluster blocks per logits row. Reproduces the
 // host's sort with radix selects over the 64-bit rank keys: each select finds the largest key whose members
 // at or above it reach an integer target (a count for top-k, a weight for top-p and the draw). Each block
 // histograms its share of the row; every block then reads all the cluster's histograms (distributed shared
@@ -193,20 +194,21 @@ __device__ uint64_t select_key(cg::cluster_group& cluster, const Slice& slice, S
     for (int64_t base = slice.first; base < slice.a->width; base += kBatch * slice.stride) {
       float logits[kBatch];
       load_batch(slice, base, logits);
-      uint64_t keys[kBatch], batch_weights[kBatch];
+      uint64_t batch_weights[kBatch];  // keys are recomputed below: registers are the limit here
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
         const int64_t i = base + u * slice.stride;
-        keys[u] = keyed::rank_key(logits[u], static_cast<uint32_t>(i));
-        const bool under_prefix = high == 64 || (keys[u] >> high) == (prefix >> high);
+        const uint64_t key = keyed::rank_key(logits[u], static_cast<uint32_t>(i));
+        const bool under_prefix = high == 64 || (key >> high) == (prefix >> high);
         if (!under_prefix) logits[u] = NAN;  // not a member from here on
         batch_weights[u] = under_prefix && needs_weights && isfinite(logits[u]) ? weights[i] : 0;
       }
 #pragma unroll
-      for (int u = 0; u < kBatch; ++u)
-        if (counted(logits[u], keys[u], batch_weights[u]))
-          add_to_bucket(s, static_cast<unsigned>(keys[u] >> shift) & (buckets - 1u),
-                        by_count ? 1u : batch_weights[u]);
+      for (int u = 0; u < kBatch; ++u) {
+        const uint64_t key = keyed::rank_key(logits[u], static_cast<uint32_t>(base + u * slice.stride));
+        if (counted(logits[u], key, batch_weights[u]))
+          add_to_bucket(s, static_cast<unsigned>(key >> shift) & (buckets - 1u), by_count ? 1u : batch_weights[u]);
+      }
     }
     __syncthreads();
     cluster.sync();
@@ -253,14 +255,10 @@ struct RowSummary {
 
 __device__ RowSummary summarize(cg::cluster_group& cluster, const Slice& slice, Shared& s) {
   RowSummary mine;
-  for (int64_t base = slice.first; base < slice.a->width; base += kBatch * slice.stride) {
-    float logits[kBatch];
-    load_batch(slice, base, logits);
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      if (!isnan(logits[u])) mine.take(logits[u], static_cast<int>(base + u * slice.stride), -INFINITY, 0);
-      if (isfinite(logits[u])) mine.take(0.0f, -1, logits[u], 1);
-    }
+  for (int64_t i = slice.first; i < slice.a->width; i += slice.stride) {
+    const float logit = slice.logit(i);
+    if (!isnan(logit)) mine.take(logit, static_cast<int>(i), -INFINITY, 0);
+    if (isfinite(logit)) mine.take(0.0f, -1, logit, 1);
   }
   for (int offset = 16; offset >= 1; offset /= 2)
     mine.take(__shfl_down_sync(0xffffffffu, mine.best, offset), __shfl_down_sync(0xffffffffu, mine.best_id, offset),
@@ -307,31 +305,50 @@ __device__ uint64_t kept_weight(cg::cluster_group& cluster, const Slice& slice, 
   return cluster_sum(cluster, s, kept);
 }
 
-__global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kThreads, 2) sample_kernel(SampleArgs a) {
+__device__ __forceinline__ Slice cluster_slice(const SampleArgs& a, const cg::cluster_group& cluster) {
+  return {&a, blockIdx.x / kCluster, static_cast<int64_t>(cluster.block_rank()) * kThreads + threadIdx.x,
+          int64_t{kCluster} * kThreads};
+}
+
+__device__ __forceinline__ bool draws_greedily(const ops::SampleParams& p, const SampleRowSummary& summary) {
+  return keyed::greedy(p) || summary.finite == 0;
+}
+
+// Kernel 1: each row's summary; a greedy row's id is its draw.
+__global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kThreads) summary_kernel(SampleArgs a) {
   __shared__ Shared s;
   cg::cluster_group cluster = cg::this_cluster();
-  const int64_t row = blockIdx.x / kCluster;
-  const Slice slice{&a, row, static_cast<int64_t>(cluster.block_rank()) * kThreads + threadIdx.x,
-                    int64_t{kCluster} * kThreads};
+  const Slice slice = cluster_slice(a, cluster);
+  const RowSummary row = summarize(cluster, slice, s);
+  if (cluster.block_rank() != 0 || threadIdx.x != 0) return;
+  const SampleRowSummary summary{row.best_id, row.top, row.finite, 0};
+  a.summaries[slice.row] = summary;
+  if (draws_greedily(a.params[slice.row], summary)) a.out[slice.row] = row.best_id;
+}
+
+// Kernel 2: the weights of the rows that draw, over the whole grid (a double exp per finite logit).
+constexpr int kWeightThreads = 256;
+
+__global__ void __launch_bounds__(kWeightThreads) weight_kernel(SampleArgs a) {
+  const int64_t row = blockIdx.y;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kWeightThreads + threadIdx.x;
   const ops::SampleParams p = a.params[row];
-  const RowSummary summary = summarize(cluster, slice, s);
-  const bool writer = cluster.block_rank() == 0 && threadIdx.x == 0;
-  if (keyed::greedy(p) || summary.finite == 0) {
-    if (writer) a.out[row] = summary.best_id;
-    return;
-  }
-  // Weights once, then the selects read them (each block its own share).
-  uint64_t* weights = a.weights + row * a.width;
-  for (int64_t base = slice.first; base < a.width; base += kBatch * slice.stride) {
-    float logits[kBatch];
-    load_batch(slice, base, logits);
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      const int64_t i = base + u * slice.stride;
-      if (i < a.width)
-        weights[i] = isfinite(logits[u]) ? keyed::weight(keyed::gap(logits[u], summary.top, p.temperature)) : 0;
-    }
-  }
+  const SampleRowSummary summary = a.summaries[row];
+  if (i >= a.width || draws_greedily(p, summary)) return;
+  const int64_t at = row * a.x_stride + i;
+  const float logit =
+      a.x_f32 ? static_cast<const float*>(a.x)[at] : bf16_value(static_cast<const uint16_t*>(a.x)[at]);
+  a.weights[row * a.width + i] = isfinite(logit) ? keyed::weight(keyed::gap(logit, summary.top, p.temperature)) : 0;
+}
+
+// Kernel 3: top-k, top-p, min-p and the draw, for the rows that draw.
+__global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kThreads, 2) select_kernel(SampleArgs a) {
+  __shared__ Shared s;
+  cg::cluster_group cluster = cg::this_cluster();
+  const Slice slice = cluster_slice(a, cluster);
+  const ops::SampleParams p = a.params[slice.row];
+  const SampleRowSummary summary = a.summaries[slice.row];
+  if (draws_greedily(p, summary)) return;  // the whole cluster leaves together
   Members m;
   if (p.top_k > 0 && static_cast<unsigned>(p.top_k) < summary.finite)
     m.lower = select_key(cluster, slice, s, m, true, static_cast<uint64_t>(p.top_k));
@@ -342,18 +359,25 @@ __global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kThreads, 2) 
   if (p.min_p > 0.0f) m.min_weight = keyed::ceil_fraction(uint64_t{1} << keyed::kWeightBits, p.min_p);
   const uint64_t total = kept_weight(cluster, slice, s, m);
   const uint64_t key = select_key(cluster, slice, s, m, false, keyed::draw_target(total, p.seed, p.position) + 1);
-  if (writer) a.out[row] = static_cast<int32_t>(keyed::key_id(key));
+  if (cluster.block_rank() == 0 && threadIdx.x == 0) a.out[slice.row] = static_cast<int32_t>(keyed::key_id(key));
 }
 
 }  // namespace
 
 size_t sample_scratch_bytes(const SampleArgs& launch) {
-  return static_cast<size_t>(launch.rows * launch.width) * sizeof(uint64_t);
+  return static_cast<size_t>(launch.rows * launch.width) * sizeof(uint64_t) +
+         static_cast<size_t>(launch.rows) * sizeof(SampleRowSummary);
 }
 
 cudaError_t launch_sample(const SampleArgs& launch, cudaStream_t stream) {
   if (launch.rows == 0) return cudaSuccess;
-  sample_kernel<<<static_cast<unsigned>(launch.rows * kCluster), kThreads, 0, stream>>>(launch);
+  const auto clusters = static_cast<unsigned>(launch.rows * kCluster);
+  summary_kernel<<<clusters, kThreads, 0, stream>>>(launch);
+  if (const cudaError_t code = cudaGetLastError(); code != cudaSuccess) return code;
+  const dim3 grid(blocks_for(launch.width, kWeightThreads), static_cast<unsigned>(launch.rows));
+  weight_kernel<<<grid, kWeightThreads, 0, stream>>>(launch);
+  if (const cudaError_t code = cudaGetLastError(); code != cudaSuccess) return code;
+  select_kernel<<<clusters, kThreads, 0, stream>>>(launch);
   return cudaGetLastError();
 }
 

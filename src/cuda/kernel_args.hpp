@@ -128,12 +128,21 @@ struct ArgmaxArgs {
   int64_t width;
 };
 
+// What the draw's first kernel learns of a row: the greedy id, the largest finite logit and how many are finite.
+struct SampleRowSummary {
+  int32_t best_id;
+  float top;
+  uint32_t finite;
+  uint32_t unused;
+};
+
 struct SampleArgs {
   const void* x;
   bool x_f32;
   int64_t x_stride;
   const ops::SampleParams* params;  // [rows]
   uint64_t* weights;                // scratch [rows, width]
+  SampleRowSummary* summaries;      // scratch [rows]
   int32_t* out;
   int64_t rows;
   int64_t width;

@@ -63,7 +63,7 @@ inline ArgmaxArgs argmax_args(const ops::ArgmaxLaunch& l) {
 }
 
 inline SampleArgs sample_args(const ops::SampleLaunch& l) {
-  return {l.x, l.x_dtype == DType::f32, l.x_stride, l.params, nullptr, l.out, l.rows, l.width};
+  return {l.x, l.x_dtype == DType::f32, l.x_stride, l.params, nullptr, nullptr, l.out, l.rows, l.width};
 }
 
 }  // namespace plumb::cuda
