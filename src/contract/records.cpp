@@ -246,13 +246,14 @@ std::vector<std::string> global_kernel_names(std::string_view source) {
         while (i < source.size() && (std::isalnum(static_cast<unsigned char>(source[i])) || source[i] == '_'))
           ++i;
         last = std::string(source.substr(begin, i - begin));
-        // __launch_bounds__(...) comes before the name: skip its arguments.
-        if (last == "__launch_bounds__" && (i = source.find(')', i)) != std::string_view::npos) ++i;
+        // __launch_bounds__(...) and __cluster_dims__(...) come before the name: skip their arguments.
+        const bool attribute = last == "__launch_bounds__" || last == "__cluster_dims__";
+        if (attribute && (i = source.find(')', i)) != std::string_view::npos) ++i;
         continue;
       }
       ++i;
     }
-    if (!last.empty() && last != "__launch_bounds__") names.push_back(last);
+    if (!last.empty() && last != "__launch_bounds__" && last != "__cluster_dims__") names.push_back(last);
   }
   return names;
 }
