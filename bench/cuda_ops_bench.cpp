@@ -257,7 +257,19 @@ void bench_sample(CudaBackend& backend) {
   }
 }
 
-// Sections to run: all without arguments, else those named (matmul-bf16, matmul-4bit, attention, sample).
+// rms_norm of hidden rows (3840 wide, weighted) at 1, 32 and 128 rows: a launch each, as in the forward.
+void bench_norm(CudaBackend& backend) {
+  DeviceTensor weight = tensor(backend, DType::bf16, {kHidden}, 41);
+  for (int64_t rows : {1, 32, 128}) {
+    DeviceTensor x = tensor(backend, DType::bf16, {rows, kHidden}, 42);
+    DeviceTensor out = tensor(backend, DType::bf16, {rows, kHidden}, 43);
+    const auto norm = [&] { require(ops::rms_norm(backend, x.view, &weight.view, 1e-6f, out.view)); };
+    fmt::print("rms_norm {}x{}: {:8.4f} ms eager, {:8.4f} ms graph\n", rows, kHidden, median_ms(backend, norm),
+               graph_ms(backend, norm));
+  }
+}
+
+// Sections to run: all without arguments, else those named (matmul-bf16, matmul-4bit, attention, sample, norm).
 int run(const std::vector<std::string>& sections) {
   const auto wanted = [&](std::string_view name) {
     return sections.empty() || std::find(sections.begin(), sections.end(), name) != sections.end();
@@ -285,6 +297,7 @@ int run(const std::vector<std::string>& sections) {
     bench_attention(backend, 16, 1, 512, 0, 2048, 2048);
   }
   if (wanted("sample")) bench_sample(backend);
+  if (wanted("norm")) bench_norm(backend);
   fmt::print("arena peak {:.2f} GiB\n", static_cast<double>(backend.arena().peak_in_use_bytes()) / (1 << 30));
   return 0;
 }
