@@ -14,6 +14,7 @@ constexpr int kThreads = 256;
 constexpr int kVectorsPerBlock = kThreads / kLanes;
 constexpr int kMaxRopePairs = 512;
 constexpr int64_t kWideDim = 1024;  // vectors at least this long get a block each (rms_norm_wide_kernel)
+constexpr int kWideThreads = 512;   // 3840 / 8 = 480 packed loads: one per thread
 
 struct RopeParams {
   RmsNormArgs norm;
@@ -55,15 +56,43 @@ __global__ void rms_norm_kernel(RmsNormArgs launch) {
     out[k] = bf16_bits(normed(x, launch.weight, k, inverse));
 }
 
-// One block per vector for long vectors (hidden rows): the block stages x in shared memory so the 16 lanes'
-// sequential sums read it at shared-memory latency, then every thread writes. Same sums, same order.
+// Copies n bf16 values (n % 8 == 0, both ends 16-byte aligned) into shared memory as floats, 8 a load, so
+// each thread's loads are in flight together instead of one round trip to memory per element.
+__device__ __forceinline__ void stage_bf16x8(const uint16_t* source, float* target, int64_t n) {
+  for (int64_t c = threadIdx.x; c < n / 8; c += blockDim.x) {
+    const uint4 packed = reinterpret_cast<const uint4*>(source)[c];
+    const uint32_t words[4] = {packed.x, packed.y, packed.z, packed.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      target[8 * c + 2 * j] = bf16_value(static_cast<uint16_t>(words[j] & 0xffffu));
+      target[8 * c + 2 * j + 1] = bf16_value(static_cast<uint16_t>(words[j] >> 16));
+    }
+  }
+}
+
+__device__ __forceinline__ bool aligned16(const void* pointer) {
+  return (reinterpret_cast<uintptr_t>(pointer) & 15u) == 0;
+}
+
+// One block per vector for long vectors (hidden rows): the block stages x (and the weight) in shared memory
+// so the 16 lanes' sequential sums and the writes read them at shared-memory latency. Same sums, same order.
 __global__ void rms_norm_wide_kernel(RmsNormArgs launch) {
-  extern __shared__ float values[];
+  extern __shared__ float values[];  // x, then the weight
   __shared__ float inverse;
   const int64_t vector = blockIdx.x;
   const int64_t r = vector / launch.heads, h = vector % launch.heads;
   const uint16_t* x = launch.x + r * launch.x_stride + h * launch.dim;
-  for (int64_t k = threadIdx.x; k < launch.dim; k += kThreads) values[k] = bf16_value(x[k]);
+  float* weights = values + launch.dim;
+  const bool packed = launch.dim % 8 == 0 && aligned16(x) && (launch.weight == nullptr || aligned16(launch.weight));
+  if (packed) {
+    stage_bf16x8(x, values, launch.dim);
+    if (launch.weight != nullptr) stage_bf16x8(launch.weight, weights, launch.dim);
+  } else {
+    for (int64_t k = threadIdx.x; k < launch.dim; k += blockDim.x) {
+      values[k] = bf16_value(x[k]);
+      if (launch.weight != nullptr) weights[k] = bf16_value(launch.weight[k]);
+    }
+  }
   __syncthreads();
   if (threadIdx.x < 32) {
     float sum = 0.0f;
@@ -77,9 +106,9 @@ __global__ void rms_norm_wide_kernel(RmsNormArgs launch) {
   }
   __syncthreads();
   uint16_t* out = launch.out + r * launch.out_stride + h * launch.dim;
-  for (int64_t k = threadIdx.x; k < launch.dim; k += kThreads) {
+  for (int64_t k = threadIdx.x; k < launch.dim; k += blockDim.x) {
     const float value = values[k] * inverse;
-    out[k] = bf16_bits(launch.weight != nullptr ? value * bf16_value(launch.weight[k]) : value);
+    out[k] = bf16_bits(launch.weight != nullptr ? value * weights[k] : value);
   }
 }
 
@@ -110,9 +139,9 @@ __global__ void norm_rope_kernel(RopeParams params) {
 cudaError_t launch_rms_norm(const RmsNormArgs& launch, cudaStream_t stream) {
   const int64_t vectors = launch.rows * launch.heads;
   if (vectors == 0) return cudaSuccess;
-  const size_t wide_shared = static_cast<size_t>(launch.dim) * sizeof(float);
+  const size_t wide_shared = 2 * static_cast<size_t>(launch.dim) * sizeof(float);  // x and the weight
   if (launch.dim >= kWideDim && wide_shared <= 48 * 1024) {
-    rms_norm_wide_kernel<<<static_cast<unsigned>(vectors), kThreads, wide_shared, stream>>>(launch);
+    rms_norm_wide_kernel<<<static_cast<unsigned>(vectors), kWideThreads, wide_shared, stream>>>(launch);
     return cudaGetLastError();
   }
   rms_norm_kernel<<<blocks_for(vectors, kVectorsPerBlock), kThreads, 0, stream>>>(launch);
