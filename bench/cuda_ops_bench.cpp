@@ -257,8 +257,32 @@ void bench_sample(CudaBackend& backend) {
   }
 }
 
+// Per-head norms at 1 row, as a decode step launches them: the q norm with RoPE (16 heads of 256) and the
+// k norm (8 heads of 256).
+void bench_head_norms(CudaBackend& backend) {
+  DeviceTensor weight = tensor(backend, DType::bf16, {256}, 44);
+  DeviceTensor q = tensor(backend, DType::bf16, {1, 16, 256}, 45);
+  DeviceTensor q_out = tensor(backend, DType::bf16, {1, 16, 256}, 46);
+  DeviceTensor k = tensor(backend, DType::bf16, {1, 8, 256}, 47);
+  DeviceTensor k_out = tensor(backend, DType::bf16, {1, 8, 256}, 48);
+  const int32_t position = 140;
+  auto positions = backend.allocate(DType::i32, {1});
+  if (!positions) require(positions.error());
+  require(backend.upload(TensorView::contiguous(const_cast<int32_t*>(&position), DType::i32, {1}), positions->view));
+  const ops::RopeSpec rope{10000.0, 256, 1.0, 1.0};
+  const auto norm_rope = [&] {
+    require(ops::norm_rope(backend, q.view, &weight.view, 1e-6f, positions->view, rope, q_out.view));
+  };
+  const auto k_norm = [&] { require(ops::rms_norm(backend, k.view, &weight.view, 1e-6f, k_out.view)); };
+  fmt::print("norm_rope 1x16x256: {:8.4f} ms eager, {:8.4f} ms graph\n", median_ms(backend, norm_rope),
+             graph_ms(backend, norm_rope));
+  fmt::print("rms_norm 1x8x256: {:8.4f} ms eager, {:8.4f} ms graph\n", median_ms(backend, k_norm),
+             graph_ms(backend, k_norm));
+}
+
 // rms_norm of hidden rows (3840 wide, weighted) at 1, 32 and 128 rows: a launch each, as in the forward.
 void bench_norm(CudaBackend& backend) {
+  bench_head_norms(backend);
   DeviceTensor weight = tensor(backend, DType::bf16, {kHidden}, 41);
   for (int64_t rows : {1, 32, 128}) {
     DeviceTensor x = tensor(backend, DType::bf16, {rows, kHidden}, 42);
