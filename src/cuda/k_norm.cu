@@ -27,7 +27,6 @@ __device__ float inverse_rms(const uint16_t* x, int64_t dim, float eps, bool act
   const int lane = threadIdx.x % kLanes;
   float sum = 0.0f;
   if (active) {
-#pragma unroll 8  // loads issue ahead of the adds, which stay in order
     for (int64_t k = lane; k < dim; k += kLanes) {
       const float value = bf16_value(x[k]);
       sum = sum + value * value;
@@ -53,7 +52,6 @@ __global__ void rms_norm_kernel(RmsNormArgs launch) {
   const float inverse = inverse_rms(x, launch.dim, launch.eps, active);
   if (!active) return;
   uint16_t* out = launch.out + r * launch.out_stride + h * launch.dim;
-#pragma unroll 8
   for (int64_t k = threadIdx.x % kLanes; k < launch.dim; k += kLanes)
     out[k] = bf16_bits(normed(x, launch.weight, k, inverse));
 }
@@ -125,7 +123,6 @@ __global__ void norm_rope_kernel(RopeParams params) {
   uint16_t* out = norm.out + r * norm.out_stride + h * norm.dim;
   const int64_t half = norm.dim / 2;
   const float position = static_cast<float>(params.positions[r]);
-#pragma unroll 4
   for (int64_t i = threadIdx.x % kLanes; i < half; i += kLanes) {
     const float first = round_bf16(normed(x, norm.weight, i, inverse));
     const float second = round_bf16(normed(x, norm.weight, i + half, inverse));
