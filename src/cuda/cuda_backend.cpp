@@ -292,7 +292,7 @@ void CudaBackend::sample(const ops::SampleLaunch& launch) {
   args.weights = static_cast<uint64_t*>(area);
   args.summaries = reinterpret_cast<SampleRowSummary*>(args.weights + args.rows * args.width);
   run(
-      "sample", [&] { return launch_sample(args, stream_.get()); },
+      "sample", [&] { return launch_sample(args, info_.major >= 9, stream_.get()); },
       [&] { return rows_label("sample", launch.rows, launch.width); });
 }
 

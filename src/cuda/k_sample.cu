@@ -1,5 +1,5 @@
 // The keyed draw of ops/keyed_draw.hpp in three kernels: a summary per row (greedy rows end there), the
-// weights over the whole grid, then the selects, one cluster of kCluster blocks per logits row. Reproduces the
+// weights over the whole grid, then the selects, a cluster of blocks per logits row (RowGroup). Reproduces the
 // host's sort with radix selects over the 64-bit rank keys: each select finds the largest key whose members
 // at or above it reach an integer target (a count for top-k, a weight for top-p and the draw). Each block
 // histograms its share of the row; every block then reads all the cluster's histograms (distributed shared
@@ -19,7 +19,34 @@ namespace cg = cooperative_groups;
 namespace keyed = ops::keyed;
 
 constexpr int kThreads = 512;
-constexpr int kCluster = 8;  // blocks per row: 32 rows fill 256 block slots, one wave at two per SM
+
+// The blocks that share a row: a cluster of kSampleClusterBlocks from sm_90 on, reading each other's shared
+// memory (32 rows fill 256 block slots, one wave at two blocks per SM); before sm_90 the same code runs as one
+// block per row.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define PLUMB_ROW_CLUSTER
+struct RowGroup {
+  static constexpr unsigned kBlocks = 1;
+  __device__ unsigned block_rank() const { return 0; }
+  __device__ void sync() { __syncthreads(); }
+  template <class T>
+  __device__ T* map_shared_rank(T* pointer, unsigned) const {
+    return pointer;
+  }
+};
+#else
+#define PLUMB_ROW_CLUSTER __cluster_dims__(kSampleClusterBlocks, 1, 1)
+struct RowGroup {
+  static constexpr unsigned kBlocks = kSampleClusterBlocks;
+  cg::cluster_group cluster = cg::this_cluster();
+  __device__ unsigned block_rank() const { return cluster.block_rank(); }
+  __device__ void sync() { cluster.sync(); }
+  template <class T>
+  __device__ T* map_shared_rank(T* pointer, unsigned rank) const {
+    return cluster.map_shared_rank(pointer, rank);
+  }
+};
+#endif
 constexpr int kWarps = kThreads / 32;
 constexpr int kBuckets = 1 << 11;
 // The rank key's digits from the top, 11 + 11 + 10 bits of logit, then the same of id.
@@ -101,16 +128,16 @@ __device__ __forceinline__ void add_to_bucket(Shared& s, unsigned digit, uint64_
   atomicAdd(&s.sum_high[digit], add_high + (before + add_low < before ? 1u : 0u));
 }
 
-// The sum of `value` over every thread of the cluster.
-__device__ uint64_t cluster_sum(cg::cluster_group& cluster, Shared& s, unsigned long long value) {
+// The sum of `value` over every thread of the group.
+__device__ uint64_t cluster_sum(RowGroup& group, Shared& s, unsigned long long value) {
   for (int offset = 16; offset >= 1; offset /= 2) value += __shfl_down_sync(0xffffffffu, value, offset);
   if (threadIdx.x == 0) s.block_total = 0;
   __syncthreads();
   if (threadIdx.x % 32 == 0) atomicAdd(&s.block_total, value);
-  cluster.sync();
+  group.sync();
   uint64_t total = 0;
-  for (unsigned rank = 0; rank < kCluster; ++rank) total += *cluster.map_shared_rank(&s.block_total, rank);
-  cluster.sync();  // no block rewrites its total before every block has read it
+  for (unsigned rank = 0; rank < RowGroup::kBlocks; ++rank) total += *group.map_shared_rank(&s.block_total, rank);
+  group.sync();  // no block rewrites its total before every block has read it
   return total;
 }
 
@@ -131,11 +158,11 @@ __device__ unsigned long long block_exclusive_scan(Shared& s, unsigned long long
 }
 
 // A bucket of the cluster: its weight (or count) and count summed over every block's histogram.
-__device__ __forceinline__ void cluster_bucket(cg::cluster_group& cluster, Shared& s, unsigned digit,
+__device__ __forceinline__ void cluster_bucket(RowGroup& group, Shared& s, unsigned digit,
                                                uint64_t* sum, unsigned* count) {
   *sum = 0, *count = 0;
-  for (unsigned rank = 0; rank < kCluster; ++rank) {
-    const Shared* remote = cluster.map_shared_rank(&s, rank);
+  for (unsigned rank = 0; rank < RowGroup::kBlocks; ++rank) {
+    const Shared* remote = group.map_shared_rank(&s, rank);
     *sum += bucket_sum(*remote, digit);
     *count += remote->counts[digit];
   }
@@ -144,7 +171,7 @@ __device__ __forceinline__ void cluster_bucket(cg::cluster_group& cluster, Share
 // After every block's histogram is complete: the digit at which the members reach `target`, from the
 // cluster's summed buckets. Thread t owns the buckets [buckets - (t + 1) * per, buckets - t * per), the
 // highest digits first; every block computes the same choice.
-__device__ void choose_digit(cg::cluster_group& cluster, Shared& s, unsigned buckets, uint64_t above,
+__device__ void choose_digit(RowGroup& group, Shared& s, unsigned buckets, uint64_t above,
                              uint64_t target) {
   const unsigned per = buckets > kThreads ? buckets / kThreads : 1u;
   const unsigned top = buckets - threadIdx.x * per;  // one past this thread's highest digit
@@ -153,14 +180,14 @@ __device__ void choose_digit(cg::cluster_group& cluster, Shared& s, unsigned buc
   unsigned count = 0;
   unsigned long long own = 0;
   for (unsigned d = top; owns && d-- > top - per;) {
-    cluster_bucket(cluster, s, d, &sum, &count);
+    cluster_bucket(group, s, d, &sum, &count);
     own += sum;
   }
   const unsigned long long before = above + block_exclusive_scan(s, own);
   if (own > 0 && before < target && before + own >= target) {
     unsigned long long running = before;
     for (unsigned d = top; d-- > top - per;) {  // the crossing thread reads its buckets again
-      cluster_bucket(cluster, s, d, &sum, &count);
+      cluster_bucket(group, s, d, &sum, &count);
       if (running + sum >= target) {
         s.chosen_digit = d;
         s.chosen_above = running;
@@ -175,7 +202,7 @@ __device__ void choose_digit(cg::cluster_group& cluster, Shared& s, unsigned buc
 
 // The largest rank key K such that the members with key >= K carry at least `target` (weights, or one each
 // when `by_count`). The members' total must reach target >= 1.
-__device__ uint64_t select_key(cg::cluster_group& cluster, const Slice& slice, Shared& s, const Members& m,
+__device__ uint64_t select_key(RowGroup& group, const Slice& slice, Shared& s, const Members& m,
                                bool by_count, uint64_t target) {
   const uint64_t* weights = slice.a->weights + slice.row * slice.a->width;
   // A weightless member never moves a weight select (its target is >= 1), so only counts see it.
@@ -211,13 +238,13 @@ __device__ uint64_t select_key(cg::cluster_group& cluster, const Slice& slice, S
       }
     }
     __syncthreads();
-    cluster.sync();
-    choose_digit(cluster, s, buckets, above, target);
+    group.sync();
+    choose_digit(group, s, buckets, above, target);
     prefix |= static_cast<uint64_t>(s.chosen_digit) << shift;
     above = s.chosen_above;
     high = shift;
     const bool alone = s.chosen_count == 1;
-    cluster.sync();  // every block has read every histogram before any clears its own
+    group.sync();  // every block has read every histogram before any clears its own
     if (alone || high == 0) break;
   }
   if (high == 0) return prefix;
@@ -229,13 +256,13 @@ __device__ uint64_t select_key(cg::cluster_group& cluster, const Slice& slice, S
     const uint64_t key = keyed::rank_key(logit, static_cast<uint32_t>(i));
     if ((key >> high) == (prefix >> high) && counted(logit, key, weights[i])) s.found_key = key, s.found = 1;
   }
-  cluster.sync();
+  group.sync();
   uint64_t key = 0;
-  for (unsigned rank = 0; rank < kCluster; ++rank) {
-    const Shared* remote = cluster.map_shared_rank(&s, rank);
+  for (unsigned rank = 0; rank < RowGroup::kBlocks; ++rank) {
+    const Shared* remote = group.map_shared_rank(&s, rank);
     if (remote->found) key = remote->found_key;
   }
-  cluster.sync();
+  group.sync();
   return key;
 }
 
@@ -253,7 +280,7 @@ struct RowSummary {
   }
 };
 
-__device__ RowSummary summarize(cg::cluster_group& cluster, const Slice& slice, Shared& s) {
+__device__ RowSummary summarize(RowGroup& group, const Slice& slice, Shared& s) {
   RowSummary mine;
   for (int64_t i = slice.first; i < slice.a->width; i += slice.stride) {
     const float logit = slice.logit(i);
@@ -276,18 +303,18 @@ __device__ RowSummary summarize(cg::cluster_group& cluster, const Slice& slice, 
     for (int w = 0; w < kWarps; ++w) block.take(s.warp_best[w], s.warp_best_id[w], s.warp_top[w], s.warp_finite[w]);
     s.best_value = block.best, s.best_id = block.best_id, s.top = block.top, s.finite = block.finite;
   }
-  cluster.sync();
+  group.sync();
   RowSummary row;
-  for (unsigned rank = 0; rank < kCluster; ++rank) {
-    const Shared* remote = cluster.map_shared_rank(&s, rank);
+  for (unsigned rank = 0; rank < RowGroup::kBlocks; ++rank) {
+    const Shared* remote = group.map_shared_rank(&s, rank);
     row.take(remote->best_value, remote->best_id, remote->top, remote->finite);
   }
-  cluster.sync();  // read before any block may leave (a greedy row ends here)
+  group.sync();  // read before any block may leave (a greedy row ends here)
   return row;
 }
 
-// The weight of the members of this block's share, summed over the cluster.
-__device__ uint64_t kept_weight(cg::cluster_group& cluster, const Slice& slice, Shared& s, const Members& m) {
+// The weight of the members of this block's share, summed over the group.
+__device__ uint64_t kept_weight(RowGroup& group, const Slice& slice, Shared& s, const Members& m) {
   const uint64_t* weights = slice.a->weights + slice.row * slice.a->width;
   unsigned long long kept = 0;
   for (int64_t base = slice.first; base < slice.a->width; base += kBatch * slice.stride) {
@@ -302,12 +329,12 @@ __device__ uint64_t kept_weight(cg::cluster_group& cluster, const Slice& slice, 
       if (member(logits[u], key, batch_weights[u], m)) kept += batch_weights[u];
     }
   }
-  return cluster_sum(cluster, s, kept);
+  return cluster_sum(group, s, kept);
 }
 
-__device__ __forceinline__ Slice cluster_slice(const SampleArgs& a, const cg::cluster_group& cluster) {
-  return {&a, blockIdx.x / kCluster, static_cast<int64_t>(cluster.block_rank()) * kThreads + threadIdx.x,
-          int64_t{kCluster} * kThreads};
+__device__ __forceinline__ Slice group_slice(const SampleArgs& a, const RowGroup& group) {
+  return {&a, blockIdx.x / RowGroup::kBlocks, static_cast<int64_t>(group.block_rank()) * kThreads + threadIdx.x,
+          int64_t{RowGroup::kBlocks} * kThreads};
 }
 
 __device__ __forceinline__ bool draws_greedily(const ops::SampleParams& p, const SampleRowSummary& summary) {
@@ -315,12 +342,12 @@ __device__ __forceinline__ bool draws_greedily(const ops::SampleParams& p, const
 }
 
 // Kernel 1: each row's summary; a greedy row's id is its draw.
-__global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kThreads) summary_kernel(SampleArgs a) {
+__global__ void PLUMB_ROW_CLUSTER __launch_bounds__(kThreads) summary_kernel(SampleArgs a) {
   __shared__ Shared s;
-  cg::cluster_group cluster = cg::this_cluster();
-  const Slice slice = cluster_slice(a, cluster);
-  const RowSummary row = summarize(cluster, slice, s);
-  if (cluster.block_rank() != 0 || threadIdx.x != 0) return;
+  RowGroup group;
+  const Slice slice = group_slice(a, group);
+  const RowSummary row = summarize(group, slice, s);
+  if (group.block_rank() != 0 || threadIdx.x != 0) return;
   const SampleRowSummary summary{row.best_id, row.top, row.finite, 0};
   a.summaries[slice.row] = summary;
   if (draws_greedily(a.params[slice.row], summary)) a.out[slice.row] = row.best_id;
@@ -342,24 +369,24 @@ __global__ void __launch_bounds__(kWeightThreads) weight_kernel(SampleArgs a) {
 }
 
 // Kernel 3: top-k, top-p, min-p and the draw, for the rows that draw.
-__global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kThreads, 2) select_kernel(SampleArgs a) {
+__global__ void PLUMB_ROW_CLUSTER __launch_bounds__(kThreads, 2) select_kernel(SampleArgs a) {
   __shared__ Shared s;
-  cg::cluster_group cluster = cg::this_cluster();
-  const Slice slice = cluster_slice(a, cluster);
+  RowGroup group;
+  const Slice slice = group_slice(a, group);
   const ops::SampleParams p = a.params[slice.row];
   const SampleRowSummary summary = a.summaries[slice.row];
   if (draws_greedily(p, summary)) return;  // the whole cluster leaves together
   Members m;
   if (p.top_k > 0 && static_cast<unsigned>(p.top_k) < summary.finite)
-    m.lower = select_key(cluster, slice, s, m, true, static_cast<uint64_t>(p.top_k));
+    m.lower = select_key(group, slice, s, m, true, static_cast<uint64_t>(p.top_k));
   if (p.top_p < 1.0f) {
-    const uint64_t total = kept_weight(cluster, slice, s, m);
-    m.lower = select_key(cluster, slice, s, m, false, keyed::ceil_fraction(total, p.top_p));
+    const uint64_t total = kept_weight(group, slice, s, m);
+    m.lower = select_key(group, slice, s, m, false, keyed::ceil_fraction(total, p.top_p));
   }
   if (p.min_p > 0.0f) m.min_weight = keyed::ceil_fraction(uint64_t{1} << keyed::kWeightBits, p.min_p);
-  const uint64_t total = kept_weight(cluster, slice, s, m);
-  const uint64_t key = select_key(cluster, slice, s, m, false, keyed::draw_target(total, p.seed, p.position) + 1);
-  if (cluster.block_rank() == 0 && threadIdx.x == 0) a.out[slice.row] = static_cast<int32_t>(keyed::key_id(key));
+  const uint64_t total = kept_weight(group, slice, s, m);
+  const uint64_t key = select_key(group, slice, s, m, false, keyed::draw_target(total, p.seed, p.position) + 1);
+  if (group.block_rank() == 0 && threadIdx.x == 0) a.out[slice.row] = static_cast<int32_t>(keyed::key_id(key));
 }
 
 }  // namespace
@@ -369,15 +396,15 @@ size_t sample_scratch_bytes(const SampleArgs& launch) {
          static_cast<size_t>(launch.rows) * sizeof(SampleRowSummary);
 }
 
-cudaError_t launch_sample(const SampleArgs& launch, cudaStream_t stream) {
+cudaError_t launch_sample(const SampleArgs& launch, bool clusters, cudaStream_t stream) {
   if (launch.rows == 0) return cudaSuccess;
-  const auto clusters = static_cast<unsigned>(launch.rows * kCluster);
-  summary_kernel<<<clusters, kThreads, 0, stream>>>(launch);
+  const auto groups = static_cast<unsigned>(launch.rows * (clusters ? kSampleClusterBlocks : 1));
+  summary_kernel<<<groups, kThreads, 0, stream>>>(launch);
   if (const cudaError_t code = cudaGetLastError(); code != cudaSuccess) return code;
   const dim3 grid(blocks_for(launch.width, kWeightThreads), static_cast<unsigned>(launch.rows));
   weight_kernel<<<grid, kWeightThreads, 0, stream>>>(launch);
   if (const cudaError_t code = cudaGetLastError(); code != cudaSuccess) return code;
-  select_kernel<<<clusters, kThreads, 0, stream>>>(launch);
+  select_kernel<<<groups, kThreads, 0, stream>>>(launch);
   return cudaGetLastError();
 }
 

@@ -22,9 +22,11 @@ cudaError_t launch_add(const RowsArgs& launch, cudaStream_t stream);
 cudaError_t launch_scale(const RowsArgs& launch, cudaStream_t stream);
 cudaError_t launch_soft_cap(const RowsArgs& launch, cudaStream_t stream);
 cudaError_t launch_argmax(const ArgmaxArgs& launch, cudaStream_t stream);
-// The keyed draw needs a weight per logit on the device (`weights`, sample_scratch_bytes).
+// The keyed draw needs a weight per logit on the device (`weights`, sample_scratch_bytes). With `clusters`
+// (sm_90 and later) a row takes kSampleClusterBlocks blocks, else one.
+inline constexpr int kSampleClusterBlocks = 8;
 size_t sample_scratch_bytes(const SampleArgs& launch);
-cudaError_t launch_sample(const SampleArgs& launch, cudaStream_t stream);
+cudaError_t launch_sample(const SampleArgs& launch, bool clusters, cudaStream_t stream);
 
 // Scratch the op needs on the device (0 when none); the backend passes at least this many bytes, and
 // kMatmulCounters zeroed counters that every launch leaves zeroed (the decode kernel's last block of each
