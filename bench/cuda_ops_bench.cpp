@@ -6,9 +6,9 @@
 // uses.
 #include <algorithm>
 #include <chrono>
-#include <span>
 #include <cstdio>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -209,7 +209,8 @@ void bench_attention(CudaBackend& backend, int64_t heads, int64_t kv_heads, int6
 
 // The same draws on the host, as the engine made them before the device drew: download the logits, draw
 // each row (ops::draw_keyed); the median of 3.
-double host_draw_ms(CudaBackend& backend, const TensorView& logits, const std::vector<ops::SampleParams>& params) {
+double host_draw_ms(CudaBackend& backend, const TensorView& logits,
+                    const std::vector<ops::SampleParams>& params) {
   std::vector<float> values(static_cast<size_t>(logits.elements()));
   const int64_t width = logits.dim(1);
   std::vector<double> times;
@@ -217,9 +218,10 @@ double host_draw_ms(CudaBackend& backend, const TensorView& logits, const std::v
     const auto start = std::chrono::steady_clock::now();
     require(backend.download(logits, TensorView::contiguous(values.data(), DType::f32, logits.shape)));
     for (size_t r = 0; r < params.size(); ++r)
-      (void)ops::draw_keyed(std::span(values).subspan(r * static_cast<size_t>(width), static_cast<size_t>(width)),
-                            params[r]);
-    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+      (void)ops::draw_keyed(
+          std::span(values).subspan(r * static_cast<size_t>(width), static_cast<size_t>(width)), params[r]);
+    times.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
   std::sort(times.begin(), times.end());
   return times[1];
@@ -251,8 +253,8 @@ void bench_sample(CudaBackend& backend) {
       require(backend.upload(TensorView::contiguous(host.data(), DType::u8, {rows, bytes}), params->view));
       const double ms =
           median_ms(backend, [&] { require(ops::sample(backend, logits.view, params->view, ids.view)); });
-      fmt::print("sample {:<26} rows {:>3}: {:8.3f} ms on the device, {:8.3f} ms on the host\n", setting.label,
-                 rows, ms, host_draw_ms(backend, logits.view, host));
+      fmt::print("sample {:<26} rows {:>3}: {:8.3f} ms on the device, {:8.3f} ms on the host\n",
+                 setting.label, rows, ms, host_draw_ms(backend, logits.view, host));
     }
   }
 }
@@ -268,7 +270,8 @@ void bench_head_norms(CudaBackend& backend) {
   const int32_t position = 140;
   auto positions = backend.allocate(DType::i32, {1});
   if (!positions) require(positions.error());
-  require(backend.upload(TensorView::contiguous(const_cast<int32_t*>(&position), DType::i32, {1}), positions->view));
+  require(backend.upload(TensorView::contiguous(const_cast<int32_t*>(&position), DType::i32, {1}),
+                         positions->view));
   const ops::RopeSpec rope{10000.0, 256, 1.0, 1.0};
   const auto norm_rope = [&] {
     require(ops::norm_rope(backend, q.view, &weight.view, 1e-6f, positions->view, rope, q_out.view));
@@ -288,12 +291,13 @@ void bench_norm(CudaBackend& backend) {
     DeviceTensor x = tensor(backend, DType::bf16, {rows, kHidden}, 42);
     DeviceTensor out = tensor(backend, DType::bf16, {rows, kHidden}, 43);
     const auto norm = [&] { require(ops::rms_norm(backend, x.view, &weight.view, 1e-6f, out.view)); };
-    fmt::print("rms_norm {}x{}: {:8.4f} ms eager, {:8.4f} ms graph\n", rows, kHidden, median_ms(backend, norm),
-               graph_ms(backend, norm));
+    fmt::print("rms_norm {}x{}: {:8.4f} ms eager, {:8.4f} ms graph\n", rows, kHidden,
+               median_ms(backend, norm), graph_ms(backend, norm));
   }
 }
 
-// Sections to run: all without arguments, else those named (matmul-bf16, matmul-4bit, attention, sample, norm).
+// Sections to run: all without arguments, else those named (matmul-bf16, matmul-4bit, attention, sample,
+// norm).
 int run(const std::vector<std::string>& sections) {
   const auto wanted = [&](std::string_view name) {
     return sections.empty() || std::find(sections.begin(), sections.end(), name) != sections.end();

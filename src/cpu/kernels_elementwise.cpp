@@ -69,10 +69,7 @@ void argmax(ThreadPool& pool, const ops::ArgmaxLaunch& launch) {
       int32_t best = 0;
       float best_value = NAN;
       for (int64_t k = 0; k < launch.width; ++k) {
-        const int64_t at = r * launch.x_stride + k;
-        const float value = launch.x_dtype == DType::f32
-                                ? static_cast<const float*>(launch.x)[at]
-                                : bf16_to_f32(static_cast<const uint16_t*>(launch.x)[at]);
+        const float value = ops::logit_value(launch.x, launch.x_dtype, r * launch.x_stride + k);
         if (std::isnan(value)) continue;
         if (std::isnan(best_value) || value > best_value) {
           best_value = value;
@@ -89,12 +86,7 @@ void sample(ThreadPool& pool, const ops::SampleLaunch& launch) {
   pool.parallel_for(launch.rows, [&](int64_t begin, int64_t end) {
     std::vector<float> row(static_cast<size_t>(launch.width));
     for (int64_t r = begin; r < end; ++r) {
-      for (int64_t k = 0; k < launch.width; ++k) {
-        const int64_t at = r * launch.x_stride + k;
-        row[static_cast<size_t>(k)] = launch.x_dtype == DType::f32
-                                          ? static_cast<const float*>(launch.x)[at]
-                                          : bf16_to_f32(static_cast<const uint16_t*>(launch.x)[at]);
-      }
+      ops::read_logits_row(launch.x, launch.x_dtype, launch.x_stride, r, row);
       launch.out[r] = ops::draw_keyed(row, launch.params[r]);
     }
   });

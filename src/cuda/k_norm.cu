@@ -83,7 +83,8 @@ __global__ void rms_norm_wide_kernel(RmsNormArgs launch) {
   const int64_t r = vector / launch.heads, h = vector % launch.heads;
   const uint16_t* x = launch.x + r * launch.x_stride + h * launch.dim;
   float* weights = values + launch.dim;
-  const bool packed = launch.dim % 8 == 0 && aligned16(x) && (launch.weight == nullptr || aligned16(launch.weight));
+  const bool packed =
+      launch.dim % 8 == 0 && aligned16(x) && (launch.weight == nullptr || aligned16(launch.weight));
   if (packed) {
     stage_bf16x8(x, values, launch.dim);
     if (launch.weight != nullptr) stage_bf16x8(launch.weight, weights, launch.dim);

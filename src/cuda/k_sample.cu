@@ -1,9 +1,9 @@
 // The keyed draw of ops/keyed_draw.hpp in three kernels: a summary per row (greedy rows end there), the
-// weights over the whole grid, then the selects, a cluster of blocks per logits row (RowGroup). Reproduces the
-// host's sort with radix selects over the 64-bit rank keys: each select finds the largest key whose members
-// at or above it reach an integer target (a count for top-k, a weight for top-p and the draw). Each block
-// histograms its share of the row; every block then reads all the cluster's histograms (distributed shared
-// memory) and makes the same choice. Every sum is an integer, so the order of the atomics and of the
+// weights over the whole grid, then the selects, a cluster of blocks per logits row (RowGroup). Reproduces
+// the host's sort with radix selects over the 64-bit rank keys: each select finds the largest key whose
+// members at or above it reach an integer target (a count for top-k, a weight for top-p and the draw). Each
+// block histograms its share of the row; every block then reads all the cluster's histograms (distributed
+// shared memory) and makes the same choice. Every sum is an integer, so the order of the atomics and of the
 // blocks never changes a bit. No float rounding beyond keyed_draw.hpp's steps.
 #include <cooperative_groups.h>
 
@@ -21,8 +21,8 @@ namespace keyed = ops::keyed;
 constexpr int kThreads = 512;
 
 // The blocks that share a row: a cluster of kSampleClusterBlocks from sm_90 on, reading each other's shared
-// memory (32 rows fill 256 block slots, one wave at two blocks per SM); before sm_90 the same code runs as one
-// block per row.
+// memory (32 rows fill 256 block slots, one wave at two blocks per SM); before sm_90 the same code runs as
+// one block per row.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #define PLUMB_ROW_CLUSTER
 struct RowGroup {
@@ -51,7 +51,9 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kBuckets = 1 << 11;
 // The rank key's digits from the top, 11 + 11 + 10 bits of logit, then the same of id.
 constexpr int kDigitCount = 6;
-__device__ __forceinline__ int digit_bits(int digit) { return digit % 3 == 2 ? 10 : 11; }
+__device__ __forceinline__ int digit_bits(int digit) {
+  return digit % 3 == 2 ? 10 : 11;
+}
 
 // A bucket's weight is 64 bits kept as two 32-bit words: shared memory adds 32-bit integers natively, and
 // a 64-bit add would be a compare-and-swap loop that contends on the few crowded top buckets.
@@ -83,7 +85,8 @@ struct Slice {
 
   __device__ __forceinline__ float logit(int64_t i) const {
     const int64_t at = row * a->x_stride + i;
-    return a->x_f32 ? static_cast<const float*>(a->x)[at] : bf16_value(static_cast<const uint16_t*>(a->x)[at]);
+    return a->x_f32 ? static_cast<const float*>(a->x)[at]
+                    : bf16_value(static_cast<const uint16_t*>(a->x)[at]);
   }
 };
 
@@ -136,7 +139,8 @@ __device__ uint64_t cluster_sum(RowGroup& group, Shared& s, unsigned long long v
   if (threadIdx.x % 32 == 0) atomicAdd(&s.block_total, value);
   group.sync();
   uint64_t total = 0;
-  for (unsigned rank = 0; rank < RowGroup::kBlocks; ++rank) total += *group.map_shared_rank(&s.block_total, rank);
+  for (unsigned rank = 0; rank < RowGroup::kBlocks; ++rank)
+    total += *group.map_shared_rank(&s.block_total, rank);
   group.sync();  // no block rewrites its total before every block has read it
   return total;
 }
@@ -158,8 +162,8 @@ __device__ unsigned long long block_exclusive_scan(Shared& s, unsigned long long
 }
 
 // A bucket of the cluster: its weight (or count) and count summed over every block's histogram.
-__device__ __forceinline__ void cluster_bucket(RowGroup& group, Shared& s, unsigned digit,
-                                               uint64_t* sum, unsigned* count) {
+__device__ __forceinline__ void cluster_bucket(RowGroup& group, Shared& s, unsigned digit, uint64_t* sum,
+                                               unsigned* count) {
   *sum = 0, *count = 0;
   for (unsigned rank = 0; rank < RowGroup::kBlocks; ++rank) {
     const Shared* remote = group.map_shared_rank(&s, rank);
@@ -171,8 +175,7 @@ __device__ __forceinline__ void cluster_bucket(RowGroup& group, Shared& s, unsig
 // After every block's histogram is complete: the digit at which the members reach `target`, from the
 // cluster's summed buckets. Thread t owns the buckets [buckets - (t + 1) * per, buckets - t * per), the
 // highest digits first; every block computes the same choice.
-__device__ void choose_digit(RowGroup& group, Shared& s, unsigned buckets, uint64_t above,
-                             uint64_t target) {
+__device__ void choose_digit(RowGroup& group, Shared& s, unsigned buckets, uint64_t above, uint64_t target) {
   const unsigned per = buckets > kThreads ? buckets / kThreads : 1u;
   const unsigned top = buckets - threadIdx.x * per;  // one past this thread's highest digit
   const bool owns = threadIdx.x * per < buckets;
@@ -216,7 +219,8 @@ __device__ uint64_t select_key(RowGroup& group, const Slice& slice, Shared& s, c
     const int bits = digit_bits(digit);
     const int shift = high - bits;
     const unsigned buckets = 1u << bits;
-    for (unsigned d = threadIdx.x; d < buckets; d += kThreads) s.sum_low[d] = 0, s.sum_high[d] = 0, s.counts[d] = 0;
+    for (unsigned d = threadIdx.x; d < buckets; d += kThreads)
+      s.sum_low[d] = 0, s.sum_high[d] = 0, s.counts[d] = 0;
     __syncthreads();
     for (int64_t base = slice.first; base < slice.a->width; base += kBatch * slice.stride) {
       float logits[kBatch];
@@ -234,7 +238,8 @@ __device__ uint64_t select_key(RowGroup& group, const Slice& slice, Shared& s, c
       for (int u = 0; u < kBatch; ++u) {
         const uint64_t key = keyed::rank_key(logits[u], static_cast<uint32_t>(base + u * slice.stride));
         if (counted(logits[u], key, batch_weights[u]))
-          add_to_bucket(s, static_cast<unsigned>(key >> shift) & (buckets - 1u), by_count ? 1u : batch_weights[u]);
+          add_to_bucket(s, static_cast<unsigned>(key >> shift) & (buckets - 1u),
+                        by_count ? 1u : batch_weights[u]);
       }
     }
     __syncthreads();
@@ -274,7 +279,8 @@ struct RowSummary {
   unsigned finite = 0;
 
   __device__ void take(float value, int id, float other_top, unsigned other_finite) {
-    if (id >= 0 && (best_id < 0 || value > best || (value == best && id < best_id))) best = value, best_id = id;
+    if (id >= 0 && (best_id < 0 || value > best || (value == best && id < best_id)))
+      best = value, best_id = id;
     top = fmaxf(top, other_top);
     finite += other_finite;
   }
@@ -288,8 +294,9 @@ __device__ RowSummary summarize(RowGroup& group, const Slice& slice, Shared& s) 
     if (isfinite(logit)) mine.take(0.0f, -1, logit, 1);
   }
   for (int offset = 16; offset >= 1; offset /= 2)
-    mine.take(__shfl_down_sync(0xffffffffu, mine.best, offset), __shfl_down_sync(0xffffffffu, mine.best_id, offset),
-              __shfl_down_sync(0xffffffffu, mine.top, offset), __shfl_down_sync(0xffffffffu, mine.finite, offset));
+    mine.take(
+        __shfl_down_sync(0xffffffffu, mine.best, offset), __shfl_down_sync(0xffffffffu, mine.best_id, offset),
+        __shfl_down_sync(0xffffffffu, mine.top, offset), __shfl_down_sync(0xffffffffu, mine.finite, offset));
   const int warp = threadIdx.x / 32;
   if (threadIdx.x % 32 == 0) {
     s.warp_best[warp] = mine.best;
@@ -300,7 +307,8 @@ __device__ RowSummary summarize(RowGroup& group, const Slice& slice, Shared& s) 
   __syncthreads();
   if (threadIdx.x == 0) {
     RowSummary block;
-    for (int w = 0; w < kWarps; ++w) block.take(s.warp_best[w], s.warp_best_id[w], s.warp_top[w], s.warp_finite[w]);
+    for (int w = 0; w < kWarps; ++w)
+      block.take(s.warp_best[w], s.warp_best_id[w], s.warp_top[w], s.warp_finite[w]);
     s.best_value = block.best, s.best_id = block.best_id, s.top = block.top, s.finite = block.finite;
   }
   group.sync();
@@ -322,7 +330,8 @@ __device__ uint64_t kept_weight(RowGroup& group, const Slice& slice, Shared& s, 
     load_batch(slice, base, logits);
     uint64_t batch_weights[kBatch];
 #pragma unroll
-    for (int u = 0; u < kBatch; ++u) batch_weights[u] = isfinite(logits[u]) ? weights[base + u * slice.stride] : 0;
+    for (int u = 0; u < kBatch; ++u)
+      batch_weights[u] = isfinite(logits[u]) ? weights[base + u * slice.stride] : 0;
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
       const uint64_t key = keyed::rank_key(logits[u], static_cast<uint32_t>(base + u * slice.stride));
@@ -333,7 +342,8 @@ __device__ uint64_t kept_weight(RowGroup& group, const Slice& slice, Shared& s, 
 }
 
 __device__ __forceinline__ Slice group_slice(const SampleArgs& a, const RowGroup& group) {
-  return {&a, blockIdx.x / RowGroup::kBlocks, static_cast<int64_t>(group.block_rank()) * kThreads + threadIdx.x,
+  return {&a, blockIdx.x / RowGroup::kBlocks,
+          static_cast<int64_t>(group.block_rank()) * kThreads + threadIdx.x,
           int64_t{RowGroup::kBlocks} * kThreads};
 }
 
@@ -365,7 +375,8 @@ __global__ void __launch_bounds__(kWeightThreads) weight_kernel(SampleArgs a) {
   const int64_t at = row * a.x_stride + i;
   const float logit =
       a.x_f32 ? static_cast<const float*>(a.x)[at] : bf16_value(static_cast<const uint16_t*>(a.x)[at]);
-  a.weights[row * a.width + i] = isfinite(logit) ? keyed::weight(keyed::gap(logit, summary.top, p.temperature)) : 0;
+  a.weights[row * a.width + i] =
+      isfinite(logit) ? keyed::weight(keyed::gap(logit, summary.top, p.temperature)) : 0;
 }
 
 // Kernel 3: top-k, top-p, min-p and the draw, for the rows that draw.
@@ -385,8 +396,10 @@ __global__ void PLUMB_ROW_CLUSTER __launch_bounds__(kThreads, 2) select_kernel(S
   }
   if (p.min_p > 0.0f) m.min_weight = keyed::ceil_fraction(uint64_t{1} << keyed::kWeightBits, p.min_p);
   const uint64_t total = kept_weight(group, slice, s, m);
-  const uint64_t key = select_key(group, slice, s, m, false, keyed::draw_target(total, p.seed, p.position) + 1);
-  if (group.block_rank() == 0 && threadIdx.x == 0) a.out[slice.row] = static_cast<int32_t>(keyed::key_id(key));
+  const uint64_t key =
+      select_key(group, slice, s, m, false, keyed::draw_target(total, p.seed, p.position) + 1);
+  if (group.block_rank() == 0 && threadIdx.x == 0)
+    a.out[slice.row] = static_cast<int32_t>(keyed::key_id(key));
 }
 
 }  // namespace

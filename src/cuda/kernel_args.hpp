@@ -128,7 +128,8 @@ struct ArgmaxArgs {
   int64_t width;
 };
 
-// What the draw's first kernel learns of a row: the greedy id, the largest finite logit and how many are finite.
+// What the draw's first kernel learns of a row: the greedy id, the largest finite logit and how many are
+// finite.
 struct SampleRowSummary {
   int32_t best_id;
   float top;

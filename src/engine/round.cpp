@@ -140,8 +140,8 @@ Status Engine::Impl::run_round() {
     const bool prompt = stream->window_is_prompt;
     const auto window = static_cast<int64_t>(stream->window.size());
     const bool prompt_end = stream->window_first + window == stream->prompt_length;
-    chunks.push_back({stream->state.get(), stream->window, stream->window_first, !prompt, prompt && prompt_end,
-                      draw_params(stream->request.sampling, stream->seed, 0)});
+    chunks.push_back({stream->state.get(), stream->window, stream->window_first, !prompt,
+                      prompt && prompt_end, draw_params(stream->request.sampling, stream->seed, 0)});
     first_logits.push_back(logit_rows);
     logit_rows += prompt ? (prompt_end ? 1 : 0) : window;
     rows += window;

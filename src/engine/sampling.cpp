@@ -42,7 +42,9 @@ uint64_t prompt_seed(std::span<const int32_t> prompt_tokens) {
   return mix64(hash);
 }
 
-int32_t argmax_lowest_id(std::span<const float> logits) { return ops::greedy_id(logits); }
+int32_t argmax_lowest_id(std::span<const float> logits) {
+  return ops::greedy_id(logits);
+}
 
 ops::SampleParams draw_params(const SamplingOptions& options, uint64_t seed, int64_t position) {
   return {options.temperature, options.top_p, options.min_p, options.top_k, seed, position};

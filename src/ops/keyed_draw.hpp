@@ -69,7 +69,9 @@ PLUMB_HD uint64_t rank_key(float logit, uint32_t id) {
   return (static_cast<uint64_t>(ordered) << 32) | (0xffffffffu - id);
 }
 
-PLUMB_HD uint32_t key_id(uint64_t key) { return 0xffffffffu - static_cast<uint32_t>(key); }
+PLUMB_HD uint32_t key_id(uint64_t key) {
+  return 0xffffffffu - static_cast<uint32_t>(key);
+}
 
 // exp(d) for kWeightFloor <= d <= 0: d = k ln2 + r with |r| <= ln2 / 2, Taylor to degree 13 in r by Horner,
 // times 2^k. Only IEEE double + and * (built without contraction), so host and device agree bit for bit.
@@ -80,10 +82,18 @@ PLUMB_HD double exp_fixed(double d) {
   const double k = static_cast<double>(static_cast<int64_t>(d * kInvLn2 - 0.5));  // round half down, d <= 0
   const double r = (d - k * kLn2High) - k * kLn2Low;
   double sum = 1.0 / 6227020800.0;  // 1/13!
-  constexpr double kInverseFactorials[] = {1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0,
-                                           1.0 / 362880.0,    1.0 / 40320.0,    1.0 / 5040.0,
-                                           1.0 / 720.0,       1.0 / 120.0,      1.0 / 24.0,
-                                           1.0 / 6.0,         0.5,              1.0,
+  constexpr double kInverseFactorials[] = {1.0 / 479001600.0,
+                                           1.0 / 39916800.0,
+                                           1.0 / 3628800.0,
+                                           1.0 / 362880.0,
+                                           1.0 / 40320.0,
+                                           1.0 / 5040.0,
+                                           1.0 / 720.0,
+                                           1.0 / 120.0,
+                                           1.0 / 24.0,
+                                           1.0 / 6.0,
+                                           0.5,
+                                           1.0,
                                            1.0};
   for (double c : kInverseFactorials) sum = sum * r + c;
   // 2^k from its bits (k >= -58: a normal double), an exact scaling.
@@ -155,7 +165,9 @@ PLUMB_HD uint64_t draw_target(uint64_t total, uint64_t seed, int64_t position) {
 }
 
 // True when the options ask for the largest logit rather than a draw.
-PLUMB_HD bool greedy(const SampleParams& params) { return params.temperature == 0.0f || params.top_k == 1; }
+PLUMB_HD bool greedy(const SampleParams& params) {
+  return params.temperature == 0.0f || params.top_k == 1;
+}
 
 }  // namespace keyed
 }  // namespace plumb::ops

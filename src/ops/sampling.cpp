@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/half.hpp"
 
 namespace plumb::ops {
 
@@ -30,6 +31,16 @@ std::vector<Candidate> ranked(std::span<const float> logits, int32_t top_k) {
 }
 
 }  // namespace
+
+float logit_value(const void* logits, DType dtype, int64_t at) {
+  return dtype == DType::f32 ? static_cast<const float*>(logits)[at]
+                             : bf16_to_f32(static_cast<const uint16_t*>(logits)[at]);
+}
+
+void read_logits_row(const void* logits, DType dtype, int64_t stride, int64_t row, std::span<float> out) {
+  for (size_t k = 0; k < out.size(); ++k)
+    out[k] = logit_value(logits, dtype, row * stride + static_cast<int64_t>(k));
+}
 
 int32_t greedy_id(std::span<const float> logits) {
   int32_t best = -1;

@@ -4,9 +4,16 @@
 #include <cstdint>
 #include <span>
 
+#include "core/dtype.hpp"
 #include "ops/keyed_draw.hpp"
 
 namespace plumb::ops {
+
+// Element `at` of bf16 or f32 logits as a float.
+float logit_value(const void* logits, DType dtype, int64_t at);
+
+// Row `row` of bf16 or f32 logits [rows, stride] into `out` (out.size() values).
+void read_logits_row(const void* logits, DType dtype, int64_t stride, int64_t row, std::span<float> out);
 
 // The lowest id of the largest non-NaN value; -1 for an empty or all-NaN row.
 int32_t greedy_id(std::span<const float> logits);

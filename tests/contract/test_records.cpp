@@ -176,8 +176,8 @@ TEST(Records, FindsGlobalKernelsInSource) {
   const auto bounded = global_kernel_names("__global__ void __launch_bounds__(256, 2) rms_rows(float* x) {}");
   ASSERT_EQ(bounded.size(), 1u);
   EXPECT_EQ(bounded[0], "rms_rows");
-  const auto clustered =
-      global_kernel_names("__global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 2) pick(int* x) {}");
+  const auto clustered = global_kernel_names(
+      "__global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 2) pick(int* x) {}");
   ASSERT_EQ(clustered.size(), 1u);
   EXPECT_EQ(clustered[0], "pick");
   EXPECT_TRUE(mangled_names("_Z8tile_sumPfPKfi", "tile_sum"));

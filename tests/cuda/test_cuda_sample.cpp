@@ -22,12 +22,24 @@ std::vector<float> make_row(Shape shape, int64_t width, std::mt19937_64& random)
   std::vector<float> row(static_cast<size_t>(width));
   for (float& value : row) {
     switch (shape) {
-      case Shape::spread: value = round_bf16(2.0f * normal(random)); break;
-      case Shape::sharp: value = 12.0f * normal(random); break;
-      case Shape::flat: value = 1.5f; break;
-      case Shape::integer_ties: value = static_cast<float>(static_cast<int>(random() % 7) - 3); break;
-      case Shape::non_finite: value = normal(random); break;
-      case Shape::all_nan: value = NAN; break;
+      case Shape::spread:
+        value = round_bf16(2.0f * normal(random));
+        break;
+      case Shape::sharp:
+        value = 12.0f * normal(random);
+        break;
+      case Shape::flat:
+        value = 1.5f;
+        break;
+      case Shape::integer_ties:
+        value = static_cast<float>(static_cast<int>(random() % 7) - 3);
+        break;
+      case Shape::non_finite:
+        value = normal(random);
+        break;
+      case Shape::all_nan:
+        value = NAN;
+        break;
     }
   }
   if (shape == Shape::non_finite)
@@ -46,13 +58,14 @@ std::vector<ops::SampleParams> option_grid(std::mt19937_64& random) {
     for (int32_t top_k : {0, 1, 3, 64, 5000})
       for (float top_p : {1.0f, 0.95f, 0.3f})
         for (float min_p : {0.0f, 0.1f})
-          grid.push_back({temperature, top_p, min_p, top_k, random(), static_cast<int64_t>(random() % 100000)});
+          grid.push_back(
+              {temperature, top_p, min_p, top_k, random(), static_cast<int64_t>(random() % 100000)});
   return grid;
 }
 
 std::string describe(const ops::SampleParams& p) {
-  return fmt::format("temperature {} top_k {} top_p {} min_p {} seed {:#x} position {}", p.temperature, p.top_k,
-                     p.top_p, p.min_p, p.seed, p.position);
+  return fmt::format("temperature {} top_k {} top_p {} min_p {} seed {:#x} position {}", p.temperature,
+                     p.top_k, p.top_p, p.min_p, p.seed, p.position);
 }
 
 // Draws every row of `rows` (each width `width`) under params on the GPU and compares with the host.
@@ -74,7 +87,8 @@ void expect_same_draws(const std::string& what, const std::vector<float>& rows, 
     const int32_t expected = ops::draw_keyed(row, params[static_cast<size_t>(r)]);
     if (got[static_cast<size_t>(r)] != expected && failures++ < 8)
       ADD_FAILURE() << fmt::format("{}: row {} ({}) expected id {}, got {}, bound exact", what, r,
-                                   describe(params[static_cast<size_t>(r)]), expected, got[static_cast<size_t>(r)]);
+                                   describe(params[static_cast<size_t>(r)]), expected,
+                                   got[static_cast<size_t>(r)]);
   }
   EXPECT_EQ(failures, 0u) << what;
 }
@@ -83,15 +97,16 @@ TEST(CudaSample, EveryOptionAndRowShapeDrawsTheHostsId) {
   PLUMB_GPU_OR_SKIP();
   std::mt19937_64 random(20261130);
   for (int64_t width : {int64_t{1}, int64_t{7}, int64_t{4099}, int64_t{262144}})
-    for (Shape shape : {Shape::spread, Shape::sharp, Shape::flat, Shape::integer_ties, Shape::non_finite,
-                        Shape::all_nan}) {
+    for (Shape shape :
+         {Shape::spread, Shape::sharp, Shape::flat, Shape::integer_ties, Shape::non_finite, Shape::all_nan}) {
       const std::vector<ops::SampleParams> params = option_grid(random);
       std::vector<float> rows;
       for (size_t r = 0; r < params.size(); ++r) {
         const std::vector<float> row = make_row(shape, width, random);
         rows.insert(rows.end(), row.begin(), row.end());
       }
-      expect_same_draws(fmt::format("width {} shape {}", width, static_cast<int>(shape)), rows, width, params);
+      expect_same_draws(fmt::format("width {} shape {}", width, static_cast<int>(shape)), rows, width,
+                        params);
     }
 }
 

@@ -29,7 +29,8 @@ TEST(KeyedDraw, CeilFractionAndDrawTargetAreExact) {
   for (int i = 0; i < 100000; ++i) {
     // total < 2^29 and a 24-bit fraction: the product is exact in double.
     const uint64_t total = random() % (uint64_t{1} << 29);
-    const float fraction = std::ldexp(static_cast<float>(random() % (1u << 24)), -24 - static_cast<int>(random() % 4));
+    const float fraction =
+        std::ldexp(static_cast<float>(random() % (1u << 24)), -24 - static_cast<int>(random() % 4));
     const double exact = static_cast<double>(total) * static_cast<double>(fraction);
     ASSERT_EQ(keyed::ceil_fraction(total, fraction), static_cast<uint64_t>(std::ceil(exact)))
         << fmt::format("index {} total {} fraction {:.9g}", i, total, fraction);

@@ -4,6 +4,7 @@
 
 #include "contract/controls/common.hpp"
 #include "contract/registry.hpp"
+#include "ops/sampling.hpp"
 
 namespace plumb::contract::controls {
 namespace {
@@ -121,10 +122,7 @@ class ArgmaxFault final : public ForwardingBackend {
       int32_t best = 0, first_nan = -1;
       float best_value = NAN;
       for (int64_t k = 0; k < launch.width; ++k) {
-        const int64_t at = r * launch.x_stride + k;
-        const float value = launch.x_dtype == DType::f32
-                                ? static_cast<const float*>(launch.x)[at]
-                                : bf16_to_f32(static_cast<const uint16_t*>(launch.x)[at]);
+        const float value = ops::logit_value(launch.x, launch.x_dtype, r * launch.x_stride + k);
         if (std::isnan(value)) {
           if (first_nan < 0) first_nan = static_cast<int32_t>(k);
           continue;

@@ -1,5 +1,5 @@
 // Controls for the keyed draw: each replaces the sample launcher with the host's draw carrying one fault.
-#include <cstring>
+#include <algorithm>
 #include <vector>
 
 #include "contract/controls/common.hpp"
@@ -21,12 +21,8 @@ class SampleFault final : public ForwardingBackend {
     for (int64_t r = 0; r < launch.rows; ++r) {
       // Reversed, equal logits rank by id descending; the id is mapped back after the draw.
       const bool reverse = fault == DrawFault::ties_to_highest_id;
-      for (int64_t k = 0; k < launch.width; ++k) {
-        const int64_t at = r * launch.x_stride + (reverse ? launch.width - 1 - k : k);
-        row[static_cast<size_t>(k)] = launch.x_dtype == DType::f32
-                                          ? static_cast<const float*>(launch.x)[at]
-                                          : bf16_to_f32(static_cast<const uint16_t*>(launch.x)[at]);
-      }
+      ops::read_logits_row(launch.x, launch.x_dtype, launch.x_stride, r, row);
+      if (reverse) std::reverse(row.begin(), row.end());
       ops::SampleParams params = launch.params[r];
       if (fault == DrawFault::own_position) --params.position;
       if (fault == DrawFault::ignores_top_k) params.top_k = 0;
@@ -40,8 +36,9 @@ class SampleFault final : public ForwardingBackend {
 
 void register_sample_controls(Registry& registry) {
   auto& list = registry.controls;
-  list.push_back(planted<SampleFault<DrawFault::ties_to_highest_id>>(
-      "sample/ties-to-highest-id", "sample/logits-bf16", Gate::stress, "ranks equal logits by id descending"));
+  list.push_back(planted<SampleFault<DrawFault::ties_to_highest_id>>("sample/ties-to-highest-id",
+                                                                     "sample/logits-bf16", Gate::stress,
+                                                                     "ranks equal logits by id descending"));
   list.push_back(planted<SampleFault<DrawFault::own_position>>(
       "sample/own-position", "sample/logits-f32", Gate::shapes,
       "keys the draw by the row's position instead of the drawn token's"));

@@ -22,8 +22,18 @@ HostData i32_data(std::string name, Shape shape, std::span<const int32_t> values
 
 HostData widen_to_f32(const HostData& bf16_values) {
   HostData wide = HostData::zeros(bf16_values.name, DType::f32, bf16_values.shape, bf16_values.per_row);
-  for (int64_t i = 0; i < wide.elements(); ++i) wide.as<float>()[i] = static_cast<float>(bf16_values.value(i));
+  for (int64_t i = 0; i < wide.elements(); ++i)
+    wide.as<float>()[i] = static_cast<float>(bf16_values.value(i));
   return wide;
+}
+
+HostData logit_rows(Inputs inputs, Rng& rng, int64_t rows, int64_t width, DType dtype,
+                    const std::function<void(Rng&, std::vector<uint16_t>&)>& plant) {
+  std::vector<uint16_t> values = inputs == Inputs::ties ? integers_bf16(rng, rows * width, -3, 3)
+                                                        : activations(inputs, rng, rows, width, 8.0);
+  if (inputs == Inputs::ties) plant(rng, values);
+  HostData x = bf16_data("x", {rows, width}, values, true);
+  return dtype == DType::f32 ? widen_to_f32(x) : x;
 }
 
 Span exact_at(const HostData& data, int64_t i) {

@@ -1,6 +1,7 @@
 #pragma once
 // Helpers the op forms share: host tensors from generated values, and activations per input kind.
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -16,6 +17,12 @@ HostData i32_data(std::string name, Shape shape, std::span<const int32_t> values
 Span exact_at(const HostData& data, int64_t i);
 // The same values as f32 (a bf16 row of logits as the soft cap's f32 output holds them).
 HostData widen_to_f32(const HostData& bf16_values);
+
+// Logits "x" [rows, width] in `dtype` (bf16, or f32 holding bf16 values) for argmax and sample: for `ties`,
+// integers in [-3, 3] (thousands of equal maxima) edited by `plant`; otherwise the kind's activations at
+// scale 8.
+HostData logit_rows(Inputs inputs, Rng& rng, int64_t rows, int64_t width, DType dtype,
+                    const std::function<void(Rng&, std::vector<uint16_t>&)>& plant);
 float f32_at(const HostData& data, int64_t i);
 
 // bf16 activations [rows, width] for an input kind: Gaussian of `scale`, zero-sum integer rows, +-2^20

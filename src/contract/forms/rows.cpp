@@ -127,13 +127,9 @@ class ArgmaxForm final : public Form {
   Call make_call(const CallRequest& request) const override {
     Rng rng(request.seed);
     Call call = empty_call(request);
-    std::vector<uint16_t> values = request.inputs == Inputs::ties
-                                       ? integers_bf16(rng, request.rows * width_, -3, 3)
-                                       : activations(request.inputs, rng, request.rows, width_, 8.0);
-    if (request.inputs == Inputs::ties) plant_ties(rng, request.rows, values);
-    HostData x = bf16_data("x", {request.rows, width_}, values, true);
-    if (in_dtype_ == DType::f32) x = widen_to_f32(x);
-    call.inputs.push_back(std::move(x));
+    call.inputs.push_back(
+        logit_rows(request.inputs, rng, request.rows, width_, in_dtype_,
+                   [&](Rng& r, std::vector<uint16_t>& values) { plant_ties(r, request.rows, values); }));
     call.outputs.push_back(HostData::zeros("index", DType::i32, {request.rows}, true));
     return call;
   }

@@ -49,12 +49,9 @@ class SampleForm final : public Form {
   Call make_call(const CallRequest& request) const override {
     Rng rng(request.seed);
     Call call = empty_call(request);
-    std::vector<uint16_t> values = request.inputs == Inputs::ties
-                                       ? integers_bf16(rng, request.rows * width_, -3, 3)
-                                       : activations(request.inputs, rng, request.rows, width_, 8.0);
-    if (request.inputs == Inputs::ties) plant_non_finite(rng, request.rows, values);
-    HostData x = bf16_data("x", {request.rows, width_}, values, true);
-    if (in_dtype_ == DType::f32) x = widen_to_f32(x);
+    HostData x =
+        logit_rows(request.inputs, rng, request.rows, width_, in_dtype_,
+                   [&](Rng& r, std::vector<uint16_t>& values) { plant_non_finite(r, request.rows, values); });
     const auto param_bytes = static_cast<int64_t>(sizeof(ops::SampleParams));
     HostData params = HostData::zeros("params", DType::u8, {request.rows, param_bytes}, true);
     for (int64_t r = 0; r < request.rows; ++r) {

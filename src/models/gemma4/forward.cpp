@@ -265,7 +265,8 @@ Result<DrawRows> upload_draws(const Model& model, std::span<const StreamChunk> c
     if (!first_with_logits) first_with_logits = i;
     if (chunk.draw.has_value() != chunks[*first_with_logits].draw.has_value())
       return error_at(kWhere, "chunk", std::to_string(i), "mixes draws and logits",
-                      fmt::format("what chunk {} asks for", *first_with_logits), chunk.draw ? "draws" : "logits");
+                      fmt::format("what chunk {} asks for", *first_with_logits),
+                      chunk.draw ? "draws" : "logits");
     for (int64_t row = first; chunk.draw && row < rows; ++row) {
       params.push_back(*chunk.draw);
       params.back().position = chunk.first_position + row + 1;
@@ -277,7 +278,8 @@ Result<DrawRows> upload_draws(const Model& model, std::span<const StreamChunk> c
   const auto rows = static_cast<int64_t>(params.size());
   const auto bytes = static_cast<int64_t>(sizeof(ops::SampleParams));
   PLUMB_TRY_ASSIGN(device_params, backend.allocate(DType::u8, {rows, bytes}));
-  PLUMB_TRY(backend.upload(TensorView::contiguous(params.data(), DType::u8, {rows, bytes}), device_params.view));
+  PLUMB_TRY(
+      backend.upload(TensorView::contiguous(params.data(), DType::u8, {rows, bytes}), device_params.view));
   PLUMB_TRY_ASSIGN(ids, backend.allocate(DType::i32, {rows}));
   draws.params = std::move(device_params);
   draws.ids = std::move(ids);
@@ -306,7 +308,8 @@ Result<Logits> run_chunks(const Model& model, std::span<const StreamChunk> chunk
   PLUMB_TRY(ops::rms_norm(*model.backend, space.h.view, &model.weights.final_norm, model.config.rms_norm_eps,
                           space.xn.view));
   PLUMB_TRY_ASSIGN(head, launch_head(model, chunks, space));
-  if (draws.ids.storage) PLUMB_TRY(ops::sample(*model.backend, head.values.view, draws.params.view, draws.ids.view));
+  if (draws.ids.storage)
+    PLUMB_TRY(ops::sample(*model.backend, head.values.view, draws.params.view, draws.ids.view));
   PLUMB_TRY(graph.finish());
   return draws.ids.storage ? download_draws(model, draws) : download_logits(model, head);
 }

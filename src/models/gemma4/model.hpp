@@ -46,7 +46,7 @@ struct StreamChunk {
 struct Logits {
   int64_t rows = 0;
   int64_t vocab = 0;
-  std::vector<float> values;  // [rows, vocab]: the chunks' requested rows in order, soft-capped, bf16 values
+  std::vector<float> values;   // [rows, vocab]: the chunks' requested rows in order, soft-capped, bf16 values
   std::vector<int32_t> draws;  // [rows] instead of values when the chunks ask for draws
   std::span<const float> row(int64_t r) const {
     return std::span<const float>(values).subspan(static_cast<size_t>(r * vocab), static_cast<size_t>(vocab));
