@@ -81,13 +81,13 @@ void argmax(ThreadPool& pool, const ops::ArgmaxLaunch& launch) {
   });
 }
 
-// The keyed draw of each row (ops/sampling.hpp), rows in parallel.
+// The keyed draw of each row by selection (ops/sampling.hpp), rows in parallel.
 void sample(ThreadPool& pool, const ops::SampleLaunch& launch) {
   pool.parallel_for(launch.rows, [&](int64_t begin, int64_t end) {
     std::vector<float> row(static_cast<size_t>(launch.width));
     for (int64_t r = begin; r < end; ++r) {
       ops::read_logits_row(launch.x, launch.x_dtype, launch.x_stride, r, row);
-      launch.out[r] = ops::draw_keyed(row, launch.params[r]);
+      launch.out[r] = ops::draw_keyed_by_selection(row, launch.params[r]);
     }
   });
 }

@@ -73,6 +73,17 @@ PLUMB_HD uint32_t key_id(uint64_t key) {
   return 0xffffffffu - static_cast<uint32_t>(key);
 }
 
+// The logit a key was made from (-0 comes back as +0).
+PLUMB_HD float key_logit(uint64_t key) {
+  const auto ordered = static_cast<uint32_t>(key >> 32);
+  const uint32_t bits = (ordered & 0x80000000u) ? (ordered & 0x7fffffffu) : ~ordered;
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(bits);
+#else
+  return __builtin_bit_cast(float, bits);
+#endif
+}
+
 // exp(d) for kWeightFloor <= d <= 0: d = k ln2 + r with |r| <= ln2 / 2, Taylor to degree 13 in r by Horner,
 // times 2^k. Only IEEE double + and * (built without contraction), so host and device agree bit for bit.
 PLUMB_HD double exp_fixed(double d) {

@@ -51,6 +51,8 @@ TEST(KeyedDraw, RankKeysOrderLogitsDescendingThenIdsAscending) {
   EXPECT_GT(keyed::rank_key(1.0f, 3), keyed::rank_key(1.0f, 4));
   EXPECT_EQ(keyed::rank_key(-0.0f, 5), keyed::rank_key(0.0f, 5));
   EXPECT_EQ(keyed::key_id(keyed::rank_key(-7.5f, 123456)), 123456u);
+  for (float logit : {-7.5f, 0.0f, -0.0f, 1e-40f, -3e38f, 29.96875f})
+    EXPECT_EQ(keyed::key_logit(keyed::rank_key(logit, 5)), logit + 0.0f) << logit;
 }
 
 TEST(KeyedDraw, TopKDrawsOnlyAmongTheKLowestIdsOfATie) {
@@ -59,6 +61,41 @@ TEST(KeyedDraw, TopKDrawsOnlyAmongTheKLowestIdsOfATie) {
     const int32_t id = draw_keyed(row, {1.0f, 1.0f, 0.0f, 2, 9, position});
     ASSERT_TRUE(id == 0 || id == 2) << "position " << position << " drew " << id;
   }
+}
+
+// Rows of ties, spread and sharp logits, NaN and infinities, under every filter mix: the quickselect draws
+// the sort's id every time.
+TEST(KeyedDraw, SelectionDrawsTheSortsId) {
+  std::mt19937_64 random(17);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  int compared = 0;
+  for (int64_t width : {1, 2, 9, 300, 5000})
+    for (int shape = 0; shape < 4; ++shape) {
+      std::vector<float> row(static_cast<size_t>(width));
+      for (float& value : row)
+        value = shape == 0   ? static_cast<float>(static_cast<int>(random() % 5) - 2)  // many ties
+                : shape == 1 ? 2.0f * normal(random)
+                : shape == 2 ? 15.0f * normal(random)
+                             : 1.0f;  // flat
+      if (width > 2)
+        for (int t = 0; t < 3; ++t) {
+          row[random() % row.size()] = NAN;
+          row[random() % row.size()] = -INFINITY;
+        }
+      for (float temperature : {0.0f, 0.4f, 1.0f, 3.0f})
+        for (int32_t top_k : {0, 1, 2, 7, 400})
+          for (float top_p : {1.0f, 0.9f, 0.35f})
+            for (float min_p : {0.0f, 0.2f}) {
+              const SampleParams params{temperature, top_p,    min_p,
+                                        top_k,       random(), static_cast<int64_t>(random() % 4096)};
+              const int32_t sorted = draw_keyed(row, params), selected = draw_keyed_by_selection(row, params);
+              ASSERT_EQ(selected, sorted)
+                  << fmt::format("width {} shape {} temperature {} top_k {} top_p {} min_p {}", width, shape,
+                                 temperature, top_k, top_p, min_p);
+              ++compared;
+            }
+    }
+  EXPECT_EQ(compared, 5 * 4 * 4 * 5 * 3 * 2);
 }
 
 }  // namespace
