@@ -26,10 +26,6 @@ Status validate(const SamplingOptions& options) {
   return {};
 }
 
-double keyed_uniform(uint64_t seed, int64_t position) {
-  return static_cast<double>(keyed_bits(seed, position) >> 11) * 0x1.0p-53;
-}
-
 uint64_t prompt_seed(std::span<const int32_t> prompt_tokens) {
   uint64_t hash = 0xcbf29ce484222325ull;
   for (int32_t token : prompt_tokens) {
@@ -40,10 +36,6 @@ uint64_t prompt_seed(std::span<const int32_t> prompt_tokens) {
     }
   }
   return mix64(hash);
-}
-
-int32_t argmax_lowest_id(std::span<const float> logits) {
-  return ops::greedy_id(logits);
 }
 
 ops::SampleParams draw_params(const SamplingOptions& options, uint64_t seed, int64_t position) {

@@ -27,15 +27,9 @@ Status validate(const SamplingOptions& options);
 using ops::keyed::keyed_bits;  // mix64(mix64(seed) ^ mix64(position + 1))
 using ops::keyed::mix64;       // splitmix64's finalizer
 
-// keyed_bits' top 53 bits as a double in [0, 1).
-double keyed_uniform(uint64_t seed, int64_t position);
-
 // A request without a seed gets FNV-1a 64 over its prompt ids (int32, little-endian bytes), passed through
 // mix64.
 uint64_t prompt_seed(std::span<const int32_t> prompt_tokens);
-
-// The id of the largest value; ties to the lowest id; NaN is never chosen; -1 for an empty or all-NaN row.
-int32_t argmax_lowest_id(std::span<const float> logits);
 
 // The options as the draw's parameters (ops::sample), for the position the drawn token takes.
 ops::SampleParams draw_params(const SamplingOptions& options, uint64_t seed, int64_t position);

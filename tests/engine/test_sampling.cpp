@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/sampling.hpp"
+#include "ops/sampling.hpp"
 
 namespace plumb::engine {
 namespace {
@@ -30,11 +31,11 @@ std::map<int32_t, int> histogram(const std::vector<float>& logits, const Samplin
 }
 
 TEST(Sampling, ArgmaxTiesGoToTheLowestIdAndNaNNeverWins) {
-  EXPECT_EQ(argmax_lowest_id(std::vector<float>{1, 3, 3, 2}), 1);
-  EXPECT_EQ(argmax_lowest_id(std::vector<float>{kNaN, -1, kNaN, -1}), 1);
-  EXPECT_EQ(argmax_lowest_id(std::vector<float>{-kInf, -kInf}), 0);
-  EXPECT_EQ(argmax_lowest_id(std::vector<float>{kNaN}), -1);
-  EXPECT_EQ(argmax_lowest_id(std::vector<float>{}), -1);
+  EXPECT_EQ(ops::greedy_id(std::vector<float>{1, 3, 3, 2}), 1);
+  EXPECT_EQ(ops::greedy_id(std::vector<float>{kNaN, -1, kNaN, -1}), 1);
+  EXPECT_EQ(ops::greedy_id(std::vector<float>{-kInf, -kInf}), 0);
+  EXPECT_EQ(ops::greedy_id(std::vector<float>{kNaN}), -1);
+  EXPECT_EQ(ops::greedy_id(std::vector<float>{}), -1);
 }
 
 TEST(Sampling, TemperatureZeroIsGreedyWhateverTheSeedAndPosition) {
@@ -44,14 +45,14 @@ TEST(Sampling, TemperatureZeroIsGreedyWhateverTheSeedAndPosition) {
         << "position " << position;
 }
 
-TEST(Sampling, KeyedUniformIsAPureFunctionOfSeedAndPosition) {
+TEST(Sampling, KeyedBitsArePureInSeedAndPositionAndUniform) {
   EXPECT_EQ(keyed_bits(5, 9), keyed_bits(5, 9));
   EXPECT_NE(keyed_bits(5, 9), keyed_bits(5, 10));
   EXPECT_NE(keyed_bits(5, 9), keyed_bits(6, 9));
   double sum = 0;
   const int count = 200000;
   for (int position = 0; position < count; ++position) {
-    const double u = keyed_uniform(123, position);
+    const double u = static_cast<double>(keyed_bits(123, position) >> 11) * 0x1.0p-53;  // the draw's b / 2^53
     ASSERT_GE(u, 0.0) << "position " << position;
     ASSERT_LT(u, 1.0) << "position " << position;
     sum += u;
