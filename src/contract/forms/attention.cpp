@@ -92,12 +92,8 @@ class AttentionForm final : public Form {
 
   Status launch(ops::Backend& backend, const Call& call, std::span<const TensorView> in,
                 std::span<const TensorView> out) const override {
-    std::vector<ops::KvSegment> segments;
-    for (const Segment& segment : call.segments)
-      segments.push_back({segment.first_row, segment.rows,
-                          ops::KvView{in[static_cast<size_t>(segment.cache)],
-                                      in[static_cast<size_t>(segment.cache) + 1], segment.end}});
-    return ops::attention(backend, in[0], in[1], segments, ops::AttentionSpec{shape_.window, 1.0f}, out[0]);
+    return ops::attention(backend, in[0], in[1], kv_segments(call.segments, in),
+                          ops::AttentionSpec{shape_.window, 1.0f}, out[0]);
   }
 
   std::vector<std::vector<Span>> expected(const Call& call) const override {

@@ -1,5 +1,6 @@
 #include "contract/forms/common.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -31,9 +32,23 @@ HostData logit_rows(Inputs inputs, Rng& rng, int64_t rows, int64_t width, DType 
                     const std::function<void(Rng&, std::vector<uint16_t>&)>& plant) {
   std::vector<uint16_t> values = inputs == Inputs::ties ? integers_bf16(rng, rows * width, -3, 3)
                                                         : activations(inputs, rng, rows, width, 8.0);
-  if (inputs == Inputs::ties) plant(rng, values);
+  if (inputs == Inputs::ties) {
+    plant(rng, values);
+    if (rows > 1) std::fill(values.end() - width, values.end(), uint16_t{0xffc0});
+  }
   HostData x = bf16_data("x", {rows, width}, values, true);
   return dtype == DType::f32 ? widen_to_f32(x) : x;
+}
+
+std::vector<ops::KvSegment> kv_segments(std::span<const Segment> segments,
+                                        std::span<const TensorView> caches) {
+  std::vector<ops::KvSegment> out;
+  for (const Segment& segment : segments) {
+    const auto cache = static_cast<size_t>(segment.cache);
+    out.push_back(
+        {segment.first_row, segment.rows, ops::KvView{caches[cache], caches[cache + 1], segment.end}});
+  }
+  return out;
 }
 
 Span exact_at(const HostData& data, int64_t i) {

@@ -9,6 +9,7 @@
 #include "contract/call.hpp"
 #include "contract/inputs.hpp"
 #include "contract/span.hpp"
+#include "ops/ops.hpp"
 
 namespace plumb::contract::forms {
 
@@ -19,8 +20,8 @@ Span exact_at(const HostData& data, int64_t i);
 HostData widen_to_f32(const HostData& bf16_values);
 
 // Logits "x" [rows, width] in `dtype` (bf16, or f32 holding bf16 values) for argmax and sample: for `ties`,
-// integers in [-3, 3] (thousands of equal maxima) edited by `plant`; otherwise the kind's activations at
-// scale 8.
+// integers in [-3, 3] (thousands of equal maxima) edited by `plant`, the last of several rows all NaN;
+// otherwise the kind's activations at scale 8.
 HostData logit_rows(Inputs inputs, Rng& rng, int64_t rows, int64_t width, DType dtype,
                     const std::function<void(Rng&, std::vector<uint16_t>&)>& plant);
 float f32_at(const HostData& data, int64_t i);
@@ -28,6 +29,11 @@ float f32_at(const HostData& data, int64_t i);
 // bf16 activations [rows, width] for an input kind: Gaussian of `scale`, zero-sum integer rows, +-2^20
 // pairs among small integers, or values spread over bf16's range (with an all-zero row first).
 std::vector<uint16_t> activations(Inputs inputs, Rng& rng, int64_t rows, int64_t width, double scale);
+
+// The ops' cache segments for a call's segments, whose keys and values are caches[cache] and
+// caches[cache + 1].
+std::vector<ops::KvSegment> kv_segments(std::span<const Segment> segments,
+                                        std::span<const TensorView> caches);
 
 // The Gemma 4 model shapes (reference/gemma4.md §1.1).
 struct ModelShape {

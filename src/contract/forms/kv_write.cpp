@@ -177,12 +177,7 @@ class KvWriteStreamsForm final : public Form {
 
   Status launch(ops::Backend& backend, const Call& call, std::span<const TensorView> in,
                 std::span<const TensorView> out) const override {
-    std::vector<ops::KvSegment> segments;
-    for (const Segment& segment : call.segments)
-      segments.push_back({segment.first_row, segment.rows,
-                          ops::KvView{out[static_cast<size_t>(segment.cache)],
-                                      out[static_cast<size_t>(segment.cache) + 1], segment.end}});
-    return ops::kv_write(backend, segments, in[2], in[0], in[1]);
+    return ops::kv_write(backend, kv_segments(call.segments, out), in[2], in[0], in[1]);
   }
 
   std::vector<std::vector<Span>> expected(const Call& call) const override {

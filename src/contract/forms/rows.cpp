@@ -158,7 +158,7 @@ class ArgmaxForm final : public Form {
   }
 
  private:
-  // Ties of the row maximum at several places, NaN scattered in, and an all-NaN row last.
+  // Ties of the row maximum at several places and NaN scattered in (logit_rows adds the all-NaN row).
   void plant_ties(Rng& rng, int64_t rows, std::vector<uint16_t>& values) const {
     for (int64_t r = 0; r < rows; ++r) {
       uint16_t* row = values.data() + r * width_;
@@ -166,8 +166,6 @@ class ArgmaxForm final : public Form {
       for (int t = 0; t < 64; ++t) row[rng.integer(0, width_ - 1)] = 0x7fc1;
       row[0] = 0xff80;  // -inf first: the max lies further on
     }
-    if (rows > 1)
-      for (int64_t k = 0; k < width_; ++k) values[static_cast<size_t>((rows - 1) * width_ + k)] = 0xffc0;
   }
 
   int64_t width_;

@@ -83,7 +83,8 @@ class SampleForm final : public Form {
   }
 
  private:
-  // NaN, +-inf scattered in (no candidates, but +inf wins a greedy row), and an all-NaN row last (-1).
+  // NaN and +-inf scattered in (no candidates, but +inf wins a greedy row); logit_rows adds the all-NaN row
+  // (-1).
   void plant_non_finite(Rng& rng, int64_t rows, std::vector<uint16_t>& values) const {
     for (int64_t r = 0; r < rows; ++r) {
       uint16_t* row = values.data() + r * width_;
@@ -91,8 +92,6 @@ class SampleForm final : public Form {
       for (int t = 0; t < 8; ++t) row[rng.integer(0, width_ - 1)] = 0xff80;
       if (r % 3 == 2) row[rng.integer(0, width_ - 1)] = 0x7f80;
     }
-    if (rows > 1)
-      for (int64_t k = 0; k < width_; ++k) values[static_cast<size_t>((rows - 1) * width_ + k)] = 0xffc0;
   }
 
   int64_t width_;
