@@ -1,6 +1,9 @@
 #include "server/metrics.hpp"
 
 #include <unistd.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <fstream>
 
@@ -76,7 +79,7 @@ void HttpMetrics::count_disconnect() {
 }
 
 std::string HttpMetrics::prometheus(const engine::Metrics& engine, int64_t in_flight,
-                                    int64_t resident) const {
+                                    const ProcessMemory& memory) const {
   std::string out;
   {
     std::lock_guard lock(mutex_);
@@ -88,7 +91,10 @@ std::string HttpMetrics::prometheus(const engine::Metrics& engine, int64_t in_fl
            disconnects_);
   }
   single(out, "plumb_http_requests_in_flight", "gauge", "HTTP requests being handled.", in_flight);
-  single(out, "plumb_process_resident_bytes", "gauge", "Resident set size of the server process.", resident);
+  single(out, "plumb_process_resident_bytes", "gauge", "Resident set size of the server process.",
+         memory.resident_bytes);
+  single(out, "plumb_process_heap_bytes", "gauge",
+         "Heap bytes the server process holds (allocated, not freed).", memory.heap_bytes);
   engine_section(out, engine);
   return out;
 }
@@ -98,6 +104,15 @@ int64_t resident_bytes() {
   int64_t pages_total = 0, pages_resident = 0;
   if (!(statm >> pages_total >> pages_resident)) return 0;
   return pages_resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
+
+ProcessMemory process_memory() {
+  ProcessMemory memory{.resident_bytes = resident_bytes()};
+#if defined(__GLIBC__)
+  const struct mallinfo2 info = mallinfo2();
+  memory.heap_bytes = static_cast<int64_t>(info.uordblks + info.hblkhd);
+#endif
+  return memory;
 }
 
 }  // namespace plumb::server

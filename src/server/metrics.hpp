@@ -11,6 +11,14 @@
 
 namespace plumb::server {
 
+// This process's memory. The resident size is what the system sees and includes allocator caches that settle
+// slowly under load; the heap bytes in use are what the program holds, so a leak shows there first.
+struct ProcessMemory {
+  int64_t resident_bytes = 0;  // from /proc/self/statm; 0 when unknown
+  int64_t heap_bytes = 0;  // malloc'd and not yet freed, every arena and mapped chunk (glibc); 0 when unknown
+};
+ProcessMemory process_memory();
+
 class HttpMetrics {
  public:
   // One finished HTTP request: its route pattern (not the raw path, which a client controls) and status.
@@ -19,7 +27,7 @@ class HttpMetrics {
   void count_disconnect();
 
   // The whole exposition text.
-  std::string prometheus(const engine::Metrics& engine, int64_t in_flight, int64_t resident_bytes) const;
+  std::string prometheus(const engine::Metrics& engine, int64_t in_flight, const ProcessMemory& memory) const;
 
  private:
   mutable std::mutex mutex_;
@@ -27,7 +35,7 @@ class HttpMetrics {
   uint64_t disconnects_ = 0;
 };
 
-// This process's resident set size in bytes (from /proc/self/statm); 0 when unknown.
+// This process's resident set size in bytes; 0 when unknown.
 int64_t resident_bytes();
 
 }  // namespace plumb::server

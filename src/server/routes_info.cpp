@@ -105,7 +105,7 @@ void add_info_routes(Server::State& state) {
   });
   state.http.Get("/metrics", [&state](const httplib::Request&, httplib::Response& res) {
     res.set_content(
-        state.metrics.prometheus(state.model.engine->metrics(), state.in_flight, resident_bytes()),
+        state.metrics.prometheus(state.model.engine->metrics(), state.in_flight, process_memory()),
         "text/plain; version=0.0.4; charset=utf-8");
   });
   post_json(state, "/tokenize", tokenize);

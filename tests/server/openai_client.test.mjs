@@ -177,6 +177,7 @@ test('metrics: Prometheus text with requests, tokens, latency histograms, drafts
   assert.ok(metricValue(text, 'plumb_drafts_proposed_total') >= metricValue(text, 'plumb_drafts_accepted_total'));
   assert.ok(metricValue(text, 'plumb_prompt_cache_hits_total') > 0);
   assert.ok(metricValue(text, 'plumb_process_resident_bytes') > 0);
+  assert.ok(metricValue(text, 'plumb_process_heap_bytes') > 0);
   assert.match(text, /# TYPE plumb_time_to_first_token_seconds histogram/);
   assert.match(text, /plumb_time_to_first_token_seconds_bucket\{le="\+Inf"\} \d+/);
 });
