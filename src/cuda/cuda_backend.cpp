@@ -138,6 +138,7 @@ bool CudaBackend::begin_graph(int64_t key) {
     return false;
   }
   recording_ = key;
+  recording_generation_ = scratch_generation_;
   return true;
 }
 
@@ -147,9 +148,21 @@ Status CudaBackend::end_graph(bool launch) {
   recording_.reset();
   // A launch that failed while recording leaves the recording incomplete: dropped, the failure returned.
   const bool complete = launch && !failed();
-  const Status ended = graphs_.end(stream_.get(), key, complete);
+  // Scratch that moved while recording: the earlier launches point at memory the arena has taken back.
+  const int64_t generation = recording_generation_ == scratch_generation_ ? scratch_generation_ : -1;
+  const Status ended = graphs_.end(stream_.get(), key, complete, generation);
   if (failed()) return synchronize();
   return ended;
+}
+
+bool CudaBackend::replay_graph(int64_t key) {
+  if (!options_.graphs || profile_ != nullptr || failed() || recording_) return false;
+  auto replayed = graphs_.replay(stream_.get(), key, scratch_generation_);
+  if (!replayed) {
+    failure_ = replayed.error();
+    return false;
+  }
+  return *replayed;
 }
 
 bool CudaBackend::set_graphs(bool on) {
@@ -169,6 +182,7 @@ bool CudaBackend::check_launch(std::string_view op, cudaError_t code) {
 
 void* CudaBackend::scratch(std::string_view op, size_t bytes) {
   if (bytes <= scratch_bytes_) return scratch_;
+  ++scratch_generation_;
   if (scratch_ != nullptr) arena_->release(scratch_);
   scratch_ = nullptr;
   scratch_bytes_ = 0;

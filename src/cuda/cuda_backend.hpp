@@ -22,10 +22,8 @@ struct CudaOptions {
   // kernel.
   bool decode_matmul = true;
 
-  // Forwards the model runs under begin_graph/end_graph are recorded and replayed as CUDA graphs (never while
-  // the op profile is on, which times each launch). Off by default: recording and updating a 12B decode
-  // step's ~1000 launches costs more host time than the launches save (58.1 against 61.9 tokens/s at 1
-  // stream, 4-bit, on the H200), until the launches depend on the row count alone and replay unchanged.
+  // Forwards the model runs under begin_graph/end_graph are recorded as CUDA graphs and replayed unchanged
+  // while their arguments are (never while the op profile is on, which times each launch).
   bool graphs = false;
 
   // The options make_cuda_backend uses: decode_matmul unless PLUMB_CUDA_DECODE_MATMUL is 0, graphs when
@@ -50,8 +48,11 @@ class CudaBackend final : public ops::Backend {
   int64_t free_memory_bytes() const override;
   bool begin_graph(int64_t key) override;
   Status end_graph(bool launch) override;
+  bool replay_graph(int64_t key) override;
+  bool graphs_enabled() const override { return options_.graphs; }
   bool set_graphs(bool on) override;
   int64_t graph_launches() const override { return graphs_.launches(); }
+  int64_t graph_replays() const override { return graphs_.replays(); }
 
   void embed_rows(const ops::EmbedLaunch& launch) override;
   void rms_norm(const ops::RmsNormLaunch& launch) override;
@@ -95,11 +96,13 @@ class CudaBackend final : public ops::Backend {
   std::shared_ptr<Arena> arena_;
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
+  int64_t scratch_generation_ = 0;  // counts the scratch's moves: a graph recorded before one cannot replay
   unsigned* counters_ = nullptr;
   std::optional<Error> failure_;
   std::unique_ptr<OpProfile> profile_;
   GraphCache graphs_;
   std::optional<int64_t> recording_;  // the key of the graph being recorded
+  int64_t recording_generation_ = 0;  // the scratch generation when that recording began
 };
 
 // The backend as the op set sees it (for factories that choose a backend by name), with the environment's

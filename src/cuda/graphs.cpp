@@ -19,7 +19,7 @@ using OwnedGraph = std::unique_ptr<std::remove_pointer_t<cudaGraph_t>, GraphDele
 }  // namespace
 
 GraphCache::~GraphCache() {
-  for (const auto& [key, executable] : executables_) (void)cudaGraphExecDestroy(executable);
+  for (const auto& [key, kept] : kept_) (void)cudaGraphExecDestroy(kept.executable);
 }
 
 Status GraphCache::begin(cudaStream_t stream) {
@@ -27,33 +27,64 @@ Status GraphCache::begin(cudaStream_t stream) {
   return {};
 }
 
-Result<cudaGraphExec_t> GraphCache::executable(int64_t key, cudaGraph_t graph) {
-  if (auto found = executables_.find(key); found != executables_.end()) {
+void GraphCache::touch(Kept& kept, int64_t key) {
+  recency_.erase(kept.recency);
+  recency_.push_front(key);
+  kept.recency = recency_.begin();
+}
+
+void GraphCache::drop_oldest() {
+  const int64_t oldest = recency_.back();
+  recency_.pop_back();
+  (void)cudaGraphExecDestroy(kept_.at(oldest).executable);
+  kept_.erase(oldest);
+}
+
+Result<cudaGraphExec_t> GraphCache::executable(int64_t key, cudaGraph_t graph, int64_t generation) {
+  if (auto found = kept_.find(key); found != kept_.end()) {
+    Kept& kept = found->second;
     cudaGraphExecUpdateResultInfo info{};
-    if (cudaGraphExecUpdate(found->second, graph, &info) == cudaSuccess) return found->second;
+    if (cudaGraphExecUpdate(kept.executable, graph, &info) == cudaSuccess) {
+      kept.generation = generation;
+      touch(kept, key);
+      return kept.executable;
+    }
     // Other launches (a new attention split, say): replaced below.
     (void)cudaGetLastError();
-    (void)cudaGraphExecDestroy(found->second);
-    executables_.erase(found);
+    (void)cudaGraphExecDestroy(kept.executable);
+    recency_.erase(kept.recency);
+    kept_.erase(found);
   }
   cudaGraphExec_t created = nullptr;
   PLUMB_CUDA_TRY(kWhere, cudaGraphInstantiate(&created, graph, 0));
   ++instantiations_;
-  executables_[key] = created;
+  if (kept_.size() >= kKeptGraphs) drop_oldest();
+  recency_.push_front(key);
+  kept_[key] = Kept{created, generation, recency_.begin()};
   return created;
 }
 
-Status GraphCache::end(cudaStream_t stream, int64_t key, bool launch) {
+Status GraphCache::end(cudaStream_t stream, int64_t key, bool launch, int64_t generation) {
   cudaGraph_t recorded = nullptr;
   const cudaError_t ended = cudaStreamEndCapture(stream, &recorded);
   const OwnedGraph graph(recorded);
   PLUMB_TRY(cuda_status(kWhere, "cudaStreamEndCapture", ended));
   if (!launch) return {};
-  auto executable_graph = executable(key, graph.get());
+  auto executable_graph = executable(key, graph.get(), generation);
   if (!executable_graph) return executable_graph.error();
   PLUMB_CUDA_TRY(kWhere, cudaGraphLaunch(*executable_graph, stream));
   ++launches_;
   return {};
+}
+
+Result<bool> GraphCache::replay(cudaStream_t stream, int64_t key, int64_t generation) {
+  auto found = kept_.find(key);
+  if (found == kept_.end() || found->second.generation != generation || generation < 0) return false;
+  touch(found->second, key);
+  PLUMB_CUDA_TRY(kWhere, cudaGraphLaunch(found->second.executable, stream));
+  ++launches_;
+  ++replays_;
+  return true;
 }
 
 }  // namespace plumb::cuda

@@ -16,6 +16,7 @@
 #include "cuda/attention_device.cuh"
 #include "cuda/bf16.cuh"
 #include "cuda/launchers.hpp"
+#include "ops/attention_bucket.hpp"
 
 namespace plumb::cuda {
 
@@ -256,10 +257,13 @@ size_t bytes_per_row(const AttentionArgs& launch, int span) {
          (span * (sizeof(float2) + kPart * sizeof(float) + launch.head_dim * sizeof(float)) + sizeof(float2));
 }
 
-int64_t max_end(const AttentionArgs& launch) {
+// The largest segment end, bucketed (ops::attention_end_bucket): every span below is the same for the end
+// itself, as partitions divide the bucket, and the launches then depend on the bucket alone.
+static_assert(ops::kAttentionEndQuantum % kPart == 0, "partitions must divide the attention end bucket");
+int64_t end_bucket(const AttentionArgs& launch) {
   int64_t end = 1;
   for (int64_t s = 0; s < launch.segment_count; ++s) end = std::max(end, launch.segments[s].end);
-  return end;
+  return ops::attention_end_bucket(end);
 }
 
 struct DeviceLimits {
@@ -335,7 +339,7 @@ bool aligned16(const void* pointer) {
 }  // namespace
 
 size_t attention_scratch_minimum(const AttentionArgs& launch) {
-  return bytes_per_row(launch, span_for(max_end(launch), launch.window));
+  return bytes_per_row(launch, span_for(end_bucket(launch), launch.window));
 }
 
 size_t attention_scratch_bytes(const AttentionArgs& launch) {
@@ -349,7 +353,7 @@ cudaError_t launch_attention(const AttentionArgs& launch, void* scratch, size_t 
   if (launch.heads / launch.kv_heads > kMaxGroup) return cudaErrorInvalidValue;
   DeviceLimits limits{};
   if (const cudaError_t code = device_limits(limits); code != cudaSuccess) return code;
-  const int span = span_for(max_end(launch), launch.window);
+  const int span = span_for(end_bucket(launch), launch.window);
   const int64_t chunk_limit =
       std::min<int64_t>(kMaxChunkRows, std::max<size_t>(1, scratch_bytes / bytes_per_row(launch, span)));
   Params params{};

@@ -167,16 +167,24 @@ class Backend {
   virtual int64_t free_memory_bytes() const { return -1; }
 
   // Graphs (E4 graph == eager): the ops launched between begin_graph and end_graph(true) are recorded and run
-  // as one graph, and a later recording under the same key replays that graph with its arguments updated.
-  // begin_graph returns false (and the ops run as they come) where the backend has no graphs or they are
-  // off; end_graph(false) drops a recording after a failed op. Nothing between the two may wait on the
-  // device (no upload, download or synchronize).
+  // as one graph, kept under the key (replacing what the key held). begin_graph returns false (and the ops
+  // run as they come) where the backend has no graphs or they are off; end_graph(false) drops a recording
+  // after a failed op. Nothing between the two may wait on the device (no upload, download or synchronize).
   virtual bool begin_graph(int64_t /*key*/) { return false; }
   virtual Status end_graph(bool /*launch*/) { return {}; }
+  // Runs the graph kept under `key` again, unchanged, and returns true; false (nothing run) where there is
+  // none or it can no longer run as recorded (the backend's own scratch moved since). The caller vouches that
+  // every argument the recorded ops were given (tensor addresses, row counts, segment tables) is the same
+  // now; the values in those tensors may differ.
+  virtual bool replay_graph(int64_t /*key*/) { return false; }
+  // Whether graphs are on (begin_graph may record).
+  virtual bool graphs_enabled() const { return false; }
   // Turns graphs on or off; returns whether the backend has them.
   virtual bool set_graphs(bool /*on*/) { return false; }
-  // Graphs launched so far (recordings run as graphs, not ops run as they came).
+  // Graphs launched so far (recordings run as graphs and replays, not ops run as they came), and of those
+  // the replays.
   virtual int64_t graph_launches() const { return 0; }
+  virtual int64_t graph_replays() const { return 0; }
 
   // Typed launchers, called by the op entries after validation.
   virtual void embed_rows(const EmbedLaunch& launch) = 0;

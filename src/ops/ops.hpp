@@ -21,6 +21,7 @@
 
 #include "core/error.hpp"
 #include "core/tensor.hpp"
+#include "ops/attention_bucket.hpp"
 
 namespace plumb::ops {
 

@@ -136,8 +136,9 @@ TEST(RerunEqualsRun, FreshEnginesAndAWarmCache) {
   EXPECT_GT(second->metrics().cache_hits, 0u) << "the warm rerun never resumed from the cache";
 }
 
-// E4: the same requests on an engine whose forwards run as recorded graphs (replayed with new arguments each
-// round) and on one that launches every op give the same tokens; the first must really have run graphs.
+// E4: the same requests on an engine whose forwards run as recorded graphs (replayed unchanged while a
+// round's launch arguments repeat) and on one that launches every op give the same tokens; the first must
+// really have run and replayed graphs.
 TEST(GraphEqualsEager, MixedStreamsWithDrafts) {
   auto graph = tiny_engine_graphs(concurrent_options(8), true);
   if (graph.engine == nullptr && !::testing::Test::HasFailure()) GTEST_SKIP() << "the backend has no graphs";
@@ -153,6 +154,8 @@ TEST(GraphEqualsEager, MixedStreamsWithDrafts) {
                         fmt::format("graph stream {} of 8{}", i, seeded ? " seeded" : " greedy"));
   }
   EXPECT_GT(graph.backend->graph_launches(), 0) << "the graph engine never ran a graph";
+  EXPECT_GT(graph.backend->graph_replays(), 0)
+      << "the graph engine never replayed a recorded graph unchanged";
   EXPECT_EQ(eager.backend->graph_launches(), 0) << "the eager engine ran graphs";
 }
 

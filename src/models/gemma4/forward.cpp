@@ -30,52 +30,8 @@ TensorView slice_rows(const TensorView& view, int64_t first, int64_t count) {
   return slice;
 }
 
-struct Workspace {
-  int64_t rows = 0;
-  ops::DeviceTensor ids, positions;  // i32 [rows]
-  ops::DeviceTensor h, xn, o;        // bf16 [rows, hidden]
-  ops::DeviceTensor q, attn;         // bf16 [rows, widest heads * head_dim]
-  ops::DeviceTensor k, v;            // bf16 [rows, widest kv_heads * head_dim]
-  ops::DeviceTensor gate, up;        // bf16 [rows, intermediate]
-};
-
-Result<Workspace> allocate_workspace(const Model& model, int64_t rows) {
-  ops::Backend& backend = *model.backend;
-  const Config& config = model.config;
-  int64_t q_width = 0, kv_width = 0;
-  for (const LayerSpec& layer : config.layers) {
-    q_width = std::max(q_width, layer.heads * layer.head_dim);
-    kv_width = std::max(kv_width, layer.kv_heads * layer.head_dim);
-  }
-  Workspace space;
-  space.rows = rows;
-  struct Slot {
-    ops::DeviceTensor* tensor;
-    DType dtype;
-    Shape shape;
-  };
-  const Slot slots[] = {
-      {&space.ids, DType::i32, {rows}},
-      {&space.positions, DType::i32, {rows}},
-      {&space.h, DType::bf16, {rows, config.hidden}},
-      {&space.xn, DType::bf16, {rows, config.hidden}},
-      {&space.o, DType::bf16, {rows, config.hidden}},
-      {&space.q, DType::bf16, {rows, q_width}},
-      {&space.attn, DType::bf16, {rows, q_width}},
-      {&space.k, DType::bf16, {rows, kv_width}},
-      {&space.v, DType::bf16, {rows, kv_width}},
-      {&space.gate, DType::bf16, {rows, config.intermediate}},
-      {&space.up, DType::bf16, {rows, config.intermediate}},
-  };
-  for (const Slot& slot : slots) {
-    PLUMB_TRY_ASSIGN(tensor, backend.allocate(slot.dtype, slot.shape));
-    *slot.tensor = std::move(tensor);
-  }
-  return space;
-}
-
 // Uploads ids and positions after checking the ids against the vocabulary.
-Status upload_inputs(const Model& model, std::span<const StreamChunk> chunks, Workspace& space) {
+Status upload_inputs(const Model& model, std::span<const StreamChunk> chunks, const Workspace& space) {
   std::vector<int32_t> ids, positions;
   for (const StreamChunk& chunk : chunks) {
     for (size_t i = 0; i < chunk.tokens.size(); ++i) {
@@ -95,7 +51,7 @@ Status upload_inputs(const Model& model, std::span<const StreamChunk> chunks, Wo
 
 class LayerRunner {
  public:
-  LayerRunner(const Model& model, std::span<const StreamChunk> chunks, Workspace& space)
+  LayerRunner(const Model& model, std::span<const StreamChunk> chunks, const Workspace& space)
       : model_(model), backend_(*model.backend), chunks_(chunks), space_(space), rows_(space.rows) {}
 
   Status run(size_t index) {
@@ -162,23 +118,16 @@ class LayerRunner {
   const Model& model_;
   ops::Backend& backend_;
   std::span<const StreamChunk> chunks_;
-  Workspace& space_;
+  const Workspace& space_;
   int64_t rows_;
 };
 
-// The head's output on the device: bf16 logits, or f32 when soft-capped.
-struct HeadRows {
-  int64_t rows = 0;
-  ops::DeviceTensor values;
-};
-
 // The final norm is in space.xn; launches the (tied) head and the soft cap for the rows that need logits.
-Result<HeadRows> launch_head(const Model& model, std::span<const StreamChunk> chunks,
-                             const Workspace& space) {
+Status launch_head(const Model& model, std::span<const StreamChunk> chunks, const Workspace& space,
+                   const HeadRows& head) {
   ops::Backend& backend = *model.backend;
-  const int64_t vocab = model.config.vocab;
   std::vector<std::pair<int64_t, int64_t>> runs;  // (first row, rows) of final-normed rows needing logits
-  int64_t first_row = 0, logit_rows = 0;
+  int64_t first_row = 0;
   for (const StreamChunk& chunk : chunks) {
     const auto rows = static_cast<int64_t>(chunk.tokens.size());
     std::pair<int64_t, int64_t> run{first_row, 0};
@@ -189,27 +138,17 @@ Result<HeadRows> launch_head(const Model& model, std::span<const StreamChunk> ch
       runs.back().second += run.second;
     else if (run.second > 0)
       runs.push_back(run);
-    logit_rows += chunk.logits == LogitRows::all ? rows : chunk.logits == LogitRows::last ? 1 : 0;
     first_row += rows;
   }
-  HeadRows head;
-  head.rows = logit_rows;
-  if (logit_rows == 0) return head;
-  PLUMB_TRY_ASSIGN(raw, backend.allocate(DType::bf16, {logit_rows, vocab}));
+  if (head.rows == 0) return {};
   int64_t out_row = 0;
   for (const auto& [first, rows] : runs) {
     PLUMB_TRY(ops::matmul(backend, slice_rows(space.xn.view, first, rows), model.weights.head,
-                          slice_rows(raw.view, out_row, rows)));
+                          slice_rows(head.raw.view, out_row, rows)));
     out_row += rows;
   }
-  if (!model.config.final_logit_softcapping) {
-    head.values = std::move(raw);
-    return head;
-  }
-  PLUMB_TRY_ASSIGN(capped, backend.allocate(DType::f32, {logit_rows, vocab}));
-  PLUMB_TRY(ops::soft_cap(backend, raw.view, *model.config.final_logit_softcapping, capped.view));
-  head.values = std::move(capped);
-  return head;
+  if (!model.config.final_logit_softcapping) return {};
+  return ops::soft_cap(backend, head.raw.view, *model.config.final_logit_softcapping, head.capped.view);
 }
 
 Result<Logits> download_logits(const Model& model, const HeadRows& head) {
@@ -219,20 +158,17 @@ Result<Logits> download_logits(const Model& model, const HeadRows& head) {
   if (head.rows == 0) return logits;
   logits.values.resize(static_cast<size_t>(head.rows * logits.vocab));
   const TensorView host = TensorView::contiguous(logits.values.data(), DType::f32, {head.rows, logits.vocab});
-  if (head.values.view.dtype == DType::f32) {
-    PLUMB_TRY(model.backend->download(head.values.view, host));
+  const TensorView& values = head.values().view;
+  if (values.dtype == DType::f32) {
+    PLUMB_TRY(model.backend->download(values, host));
     return logits;
   }
   std::vector<uint16_t> bits(logits.values.size());
   PLUMB_TRY(model.backend->download(
-      head.values.view, TensorView::contiguous(bits.data(), DType::bf16, {head.rows, logits.vocab})));
+      values, TensorView::contiguous(bits.data(), DType::bf16, {head.rows, logits.vocab})));
   for (size_t i = 0; i < bits.size(); ++i) logits.values[i] = bf16_to_f32(bits[i]);
   return logits;
 }
-
-// Forwards of up to this many rows (decode steps, verify rounds) run as a graph per row count: their launches
-// cost more than their work. Longer prompts gain nothing from a graph and would record one per length.
-constexpr int64_t kGraphRows = 128;
 
 Status check_chunks(std::span<const StreamChunk> chunks) {
   for (size_t i = 0; i < chunks.size(); ++i) {
@@ -247,15 +183,15 @@ Status check_chunks(std::span<const StreamChunk> chunks) {
   return {};
 }
 
-// Draws on the device: each logits row's options at the position its drawn token takes, and the ids.
-struct DrawRows {
-  ops::DeviceTensor params;  // u8 [rows, 32]
-  ops::DeviceTensor ids;     // i32 [rows]
+// The rows a forward's chunks ask for: how many go through the head, and the draw options of each when the
+// chunks ask for draws (at the position the drawn token takes).
+struct HeadRequest {
+  int64_t logit_rows = 0;
+  std::vector<ops::SampleParams> draws;
 };
 
-// Uploads the draw options of the chunks' logits rows; no tensors when no chunk asks for draws.
-Result<DrawRows> upload_draws(const Model& model, std::span<const StreamChunk> chunks) {
-  std::vector<ops::SampleParams> params;
+Result<HeadRequest> head_request(std::span<const StreamChunk> chunks) {
+  HeadRequest request;
   std::optional<size_t> first_with_logits;
   for (size_t i = 0; i < chunks.size(); ++i) {
     const StreamChunk& chunk = chunks[i];
@@ -267,23 +203,22 @@ Result<DrawRows> upload_draws(const Model& model, std::span<const StreamChunk> c
       return error_at(kWhere, "chunk", std::to_string(i), "mixes draws and logits",
                       fmt::format("what chunk {} asks for", *first_with_logits),
                       chunk.draw ? "draws" : "logits");
+    request.logit_rows += rows - first;
     for (int64_t row = first; chunk.draw && row < rows; ++row) {
-      params.push_back(*chunk.draw);
-      params.back().position = chunk.first_position + row + 1;
+      request.draws.push_back(*chunk.draw);
+      request.draws.back().position = chunk.first_position + row + 1;
     }
   }
-  DrawRows draws;
-  if (params.empty()) return draws;
-  ops::Backend& backend = *model.backend;
-  const auto rows = static_cast<int64_t>(params.size());
+  return request;
+}
+
+Status upload_draws(const Model& model, const HeadRequest& request, const DrawRows& draws) {
+  if (request.draws.empty()) return {};
+  const auto rows = static_cast<int64_t>(request.draws.size());
   const auto bytes = static_cast<int64_t>(sizeof(ops::SampleParams));
-  PLUMB_TRY_ASSIGN(device_params, backend.allocate(DType::u8, {rows, bytes}));
-  PLUMB_TRY(
-      backend.upload(TensorView::contiguous(params.data(), DType::u8, {rows, bytes}), device_params.view));
-  PLUMB_TRY_ASSIGN(ids, backend.allocate(DType::i32, {rows}));
-  draws.params = std::move(device_params);
-  draws.ids = std::move(ids);
-  return draws;
+  return model.backend->upload(
+      TensorView::contiguous(const_cast<ops::SampleParams*>(request.draws.data()), DType::u8, {rows, bytes}),
+      draws.params.view);
 }
 
 Result<Logits> download_draws(const Model& model, const DrawRows& draws) {
@@ -296,22 +231,69 @@ Result<Logits> download_draws(const Model& model, const DrawRows& draws) {
   return logits;
 }
 
-Result<Logits> run_chunks(const Model& model, std::span<const StreamChunk> chunks, int64_t rows) {
-  PLUMB_TRY_ASSIGN(space, allocate_workspace(model, rows));
-  PLUMB_TRY(upload_inputs(model, chunks, space));
-  PLUMB_TRY_ASSIGN(draws, upload_draws(model, chunks));
-  ops::GraphScope graph(*model.backend, rows <= kGraphRows ? rows : 0);
+// Every launch of the forward, from the embedding to the draws, into `tensors` (inputs uploaded).
+Status launch_forward(const Model& model, std::span<const StreamChunk> chunks,
+                      const ForwardTensors& tensors) {
+  ops::Backend& backend = *model.backend;
+  const Workspace& space = tensors.space;
   const float embed_scale = static_cast<float>(std::sqrt(static_cast<double>(model.config.hidden)));
-  PLUMB_TRY(ops::embed_rows(*model.backend, space.ids.view, model.weights.embed, embed_scale, space.h.view));
+  PLUMB_TRY(ops::embed_rows(backend, space.ids.view, model.weights.embed, embed_scale, space.h.view));
   LayerRunner runner(model, chunks, space);
   for (size_t index = 0; index < model.config.layers.size(); ++index) PLUMB_TRY(runner.run(index));
-  PLUMB_TRY(ops::rms_norm(*model.backend, space.h.view, &model.weights.final_norm, model.config.rms_norm_eps,
+  PLUMB_TRY(ops::rms_norm(backend, space.h.view, &model.weights.final_norm, model.config.rms_norm_eps,
                           space.xn.view));
-  PLUMB_TRY_ASSIGN(head, launch_head(model, chunks, space));
-  if (draws.ids.storage)
-    PLUMB_TRY(ops::sample(*model.backend, head.values.view, draws.params.view, draws.ids.view));
-  PLUMB_TRY(graph.finish());
-  return draws.ids.storage ? download_draws(model, draws) : download_logits(model, head);
+  PLUMB_TRY(launch_head(model, chunks, space, tensors.head));
+  if (!tensors.draws.ids.storage) return {};
+  return ops::sample(backend, tensors.head.values().view, tensors.draws.params.view, tensors.draws.ids.view);
+}
+
+// What fixes a graphed forward's launches besides its kept tensors (forward_graphs.hpp).
+std::vector<int64_t> signature(const Model& model, std::span<const StreamChunk> chunks, int64_t generation,
+                               int64_t rows) {
+  const auto address = [](const TensorView& view) {
+    return static_cast<int64_t>(reinterpret_cast<intptr_t>(view.data));
+  };
+  int64_t end = 1;
+  for (const StreamChunk& chunk : chunks)
+    end = std::max(end, chunk.first_position + static_cast<int64_t>(chunk.tokens.size()));
+  std::vector<int64_t> fields{generation, rows, ops::attention_end_bucket(end)};
+  for (const StreamChunk& chunk : chunks) {
+    fields.insert(fields.end(), {static_cast<int64_t>(chunk.tokens.size()),
+                                 static_cast<int64_t>(chunk.logits), chunk.draw.has_value() ? 1 : 0});
+    for (size_t layer = 0; layer < model.config.layers.size(); ++layer) {
+      const ops::KvView kv = chunk.cache->view(layer, 0);
+      fields.insert(fields.end(), {address(kv.keys), address(kv.values), kv.keys.dim(0)});
+    }
+  }
+  return fields;
+}
+
+Result<Logits> download_outputs(const Model& model, const ForwardTensors& tensors) {
+  return tensors.draws.ids.storage ? download_draws(model, tensors.draws)
+                                   : download_logits(model, tensors.head);
+}
+
+Result<Logits> run_chunks(const Model& model, std::span<const StreamChunk> chunks, int64_t rows) {
+  ops::Backend& backend = *model.backend;
+  PLUMB_TRY_ASSIGN(request, head_request(chunks));
+  const auto draw_rows = static_cast<int64_t>(request.draws.size());
+  if (rows > ForwardGraphs::kGraphRows || !backend.graphs_enabled()) {
+    PLUMB_TRY_ASSIGN(tensors, allocate_forward(backend, model.config, rows, request.logit_rows, draw_rows));
+    PLUMB_TRY(upload_inputs(model, chunks, tensors.space));
+    PLUMB_TRY(upload_draws(model, request, tensors.draws));
+    PLUMB_TRY(launch_forward(model, chunks, tensors));
+    return download_outputs(model, tensors);
+  }
+  PLUMB_TRY_ASSIGN(kept, model.graphs->tensors(backend, model.config, rows, request.logit_rows, draw_rows));
+  PLUMB_TRY(upload_inputs(model, chunks, kept->tensors.space));
+  PLUMB_TRY(upload_draws(model, request, kept->tensors.draws));
+  const ForwardGraphs::Plan plan = model.graphs->plan(signature(model, chunks, kept->generation, rows));
+  if (!(plan.seen_before && backend.replay_graph(plan.key))) {
+    ops::GraphScope graph(backend, plan.seen_before ? plan.key : 0);
+    PLUMB_TRY(launch_forward(model, chunks, kept->tensors));
+    PLUMB_TRY(graph.finish());
+  }
+  return download_outputs(model, kept->tensors);
 }
 
 }  // namespace

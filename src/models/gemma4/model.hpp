@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "models/gemma4/config.hpp"
+#include "models/gemma4/forward_graphs.hpp"
 #include "models/gemma4/kv_cache.hpp"
 #include "models/gemma4/weights.hpp"
 #include "ops/backend.hpp"
@@ -21,6 +22,9 @@ struct Model {
   Config config;
   Weights weights;
   ops::Backend* backend = nullptr;
+  // Kept tensors and graph keys of decode-sized forwards where the backend has graphs on; like the backend,
+  // used by one forward at a time.
+  std::shared_ptr<ForwardGraphs> graphs = std::make_shared<ForwardGraphs>();
 };
 
 // Reads config.json (refusing unbuilt parts before any weight is read), then the checkpoint in `model_dir`.
