@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "cpu/cpu_backend.hpp"
+#include "models/gemma4/recording_backend.hpp"
 #ifdef PLUMB_EXACTNESS_CUDA
 #include "cuda/cuda_backend.hpp"
 #endif
@@ -110,10 +111,14 @@ GraphEngine tiny_engine_graphs(EngineOptions options, bool graphs) {
     ADD_FAILURE() << backend.error().message;
     return {};
   }
-  if (!(*backend)->set_graphs(graphs)) return {};
+  std::unique_ptr<ops::Backend> chosen = std::move(*backend);
+  // A backend without graphs (the CPU one) records and replays launches through the recording backend, as
+  // CUDA graphs would.
+  if (!chosen->set_graphs(graphs) && graphs)
+    chosen = std::make_unique<gemma4::testing::RecordingBackend>(std::move(chosen));
   GraphEngine made;
-  made.backend = backend->get();
-  made.engine = engine_on(lane_on(std::move(*backend), true), options);
+  made.backend = chosen.get();
+  made.engine = engine_on(lane_on(std::move(chosen), true), options);
   return made;
 }
 

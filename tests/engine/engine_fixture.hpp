@@ -35,7 +35,8 @@ std::unique_ptr<LaneModel> tiny_lane(bool path_invariant = true);
 std::unique_ptr<Engine> tiny_engine(EngineOptions options, bool path_invariant = true);
 
 // A tiny engine on a fresh backend with graphs on or off, and that backend (owned by the engine) for its
-// graph count; no engine where the backend has no graphs.
+// graph counts; a backend without graphs of its own gets them from the recording backend of the forward's
+// replay tests (tests/models/gemma4/recording_backend.hpp).
 struct GraphEngine {
   std::unique_ptr<Engine> engine;
   const ops::Backend* backend = nullptr;
