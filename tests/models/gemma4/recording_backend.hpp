@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "ops/backend.hpp"
@@ -67,12 +68,8 @@ class RecordingBackend final : public ops::Backend {
   int64_t graph_launches() const override { return launches_; }
   int64_t graph_replays() const override { return replays_; }
 
-  void embed_rows(const ops::EmbedLaunch& l) override {
-    submit([this, l] { inner_->embed_rows(l); });
-  }
-  void rms_norm(const ops::RmsNormLaunch& l) override {
-    submit([this, l] { inner_->rms_norm(l); });
-  }
+  void embed_rows(const ops::EmbedLaunch& l) override { submit_copy(l, &ops::Backend::embed_rows); }
+  void rms_norm(const ops::RmsNormLaunch& l) override { submit_copy(l, &ops::Backend::rms_norm); }
   void norm_rope(const ops::NormRopeLaunch& l) override {
     std::vector<float> inv_freq(l.inv_freq, l.inv_freq + l.norm.dim / 2);
     submit([this, l, inv_freq] {
@@ -81,68 +78,57 @@ class RecordingBackend final : public ops::Backend {
       inner_->norm_rope(copy);
     });
   }
-  void kv_write(const ops::KvWriteLaunch& l) override {
-    std::vector<ops::KvWriteSegmentLaunch> segments(l.segments, l.segments + l.segment_count);
-    submit([this, l, segments] {
-      ops::KvWriteLaunch copy = l;
-      copy.segments = segments.data();
-      inner_->kv_write(copy);
-    });
-  }
+  void kv_write(const ops::KvWriteLaunch& l) override { submit_with_segments(l, &ops::Backend::kv_write); }
   void attention(const ops::AttentionLaunch& l) override {
-    std::vector<ops::AttentionSegmentLaunch> segments(l.segments, l.segments + l.segment_count);
-    submit([this, l, segments] {
-      ops::AttentionLaunch copy = l;
-      copy.segments = segments.data();
-      inner_->attention(copy);
-    });
+    submit_with_segments(l, &ops::Backend::attention);
   }
-  void matmul(const ops::MatmulLaunch& l) override {
-    submit([this, l] { inner_->matmul(l); });
-  }
-  void geglu(const ops::RowsLaunch& l) override {
-    submit([this, l] { inner_->geglu(l); });
-  }
-  void add(const ops::RowsLaunch& l) override {
-    submit([this, l] { inner_->add(l); });
-  }
-  void scale(const ops::RowsLaunch& l) override {
-    submit([this, l] { inner_->scale(l); });
-  }
-  void soft_cap(const ops::RowsLaunch& l) override {
-    submit([this, l] { inner_->soft_cap(l); });
-  }
-  void argmax(const ops::ArgmaxLaunch& l) override {
-    submit([this, l] { inner_->argmax(l); });
-  }
-  void sample(const ops::SampleLaunch& l) override {
-    submit([this, l] { inner_->sample(l); });
-  }
+  void matmul(const ops::MatmulLaunch& l) override { submit_copy(l, &ops::Backend::matmul); }
+  void geglu(const ops::RowsLaunch& l) override { submit_copy(l, &ops::Backend::geglu); }
+  void add(const ops::RowsLaunch& l) override { submit_copy(l, &ops::Backend::add); }
+  void scale(const ops::RowsLaunch& l) override { submit_copy(l, &ops::Backend::scale); }
+  void soft_cap(const ops::RowsLaunch& l) override { submit_copy(l, &ops::Backend::soft_cap); }
+  void argmax(const ops::ArgmaxLaunch& l) override { submit_copy(l, &ops::Backend::argmax); }
+  void sample(const ops::SampleLaunch& l) override { submit_copy(l, &ops::Backend::sample); }
 
  private:
-  using Launch = std::function<void()>;
+  using Recorded = std::function<void()>;
 
   Status not_recording(std::string_view what) const {
     if (!recording_) return {};
     return error_at("testing.recording_backend", "call", what, "waits on the device while recording",
                     "no upload, download or copy between begin_graph and end_graph", "one");
   }
-  void submit(Launch launch) {
+  void submit(Recorded launch) {
     if (recording_)
       pending_.push_back(std::move(launch));
     else
       launch();
   }
-  void run(const std::vector<Launch>& launches) {
-    for (const Launch& launch : launches) launch();
+  template <class LaunchArgs>
+  void submit_copy(const LaunchArgs& l, void (ops::Backend::*op)(const LaunchArgs&)) {
+    submit([this, l, op] { (inner_.get()->*op)(l); });
+  }
+  // A launch whose segment table is a host array: the table is copied with it.
+  template <class SegmentedLaunch>
+  void submit_with_segments(const SegmentedLaunch& l, void (ops::Backend::*op)(const SegmentedLaunch&)) {
+    using Segment = std::remove_cvref_t<decltype(*l.segments)>;
+    std::vector<Segment> segments(l.segments, l.segments + l.segment_count);
+    submit([this, l, segments, op] {
+      SegmentedLaunch copy = l;
+      copy.segments = segments.data();
+      (inner_.get()->*op)(copy);
+    });
+  }
+  void run(const std::vector<Recorded>& launches) {
+    for (const Recorded& launch : launches) launch();
     ++launches_;
   }
 
   std::unique_ptr<ops::Backend> inner_;
   bool enabled_ = true;
   std::optional<int64_t> recording_;
-  std::vector<Launch> pending_;
-  std::map<int64_t, std::vector<Launch>> kept_;
+  std::vector<Recorded> pending_;
+  std::map<int64_t, std::vector<Recorded>> kept_;
   int64_t launches_ = 0;
   int64_t replays_ = 0;
 };
