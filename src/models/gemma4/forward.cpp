@@ -212,13 +212,13 @@ Result<HeadRequest> head_request(std::span<const StreamChunk> chunks) {
   return request;
 }
 
-Status upload_draws(const Model& model, const HeadRequest& request, const DrawRows& draws) {
+// Not const: the host view of the options takes a mutable pointer.
+Status upload_draws(const Model& model, HeadRequest& request, const DrawRows& draws) {
   if (request.draws.empty()) return {};
   const auto rows = static_cast<int64_t>(request.draws.size());
   const auto bytes = static_cast<int64_t>(sizeof(ops::SampleParams));
-  return model.backend->upload(
-      TensorView::contiguous(const_cast<ops::SampleParams*>(request.draws.data()), DType::u8, {rows, bytes}),
-      draws.params.view);
+  return model.backend->upload(TensorView::contiguous(request.draws.data(), DType::u8, {rows, bytes}),
+                               draws.params.view);
 }
 
 Result<Logits> download_draws(const Model& model, const DrawRows& draws) {
