@@ -105,6 +105,7 @@ Result<DecodeRun> run_decode(const gemma4::Model& model, int64_t streams, int64_
   for (int64_t s = 0; s < streams; ++s) run.tokens[s].push_back(first.draws[static_cast<size_t>(s)]);
   constexpr size_t kProfileLines = 30;
   if (profile) (void)take_op_profile(*model.backend, 1, 0);  // drops the prompt's times
+  const int64_t replays_before = model.backend->graph_replays();
   for (int64_t step = 0; step < steps; ++step) {
     for (int64_t s = 0; s < streams; ++s)
       chunks[s] = {&caches[s], std::span(&run.tokens[s].back(), 1), prompt + step, gemma4::LogitRows::last,
@@ -115,6 +116,7 @@ Result<DecodeRun> run_decode(const gemma4::Model& model, int64_t streams, int64_
     run.step_seconds.push_back(seconds_since(start));
     for (int64_t s = 0; s < streams; ++s) run.tokens[s].push_back(logits.draws[static_cast<size_t>(s)]);
   }
+  run.graph_replays = model.backend->graph_replays() - replays_before;
   if (profile) run.profile = take_op_profile(*model.backend, steps, kProfileLines);
   return run;
 }

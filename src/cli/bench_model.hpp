@@ -37,6 +37,7 @@ struct DecodeRun {
   int64_t streams = 0;
   int64_t prompt = 0;
   std::vector<double> step_seconds;          // each decode step (one row of every stream)
+  int64_t graph_replays = 0;                 // steps that replayed a recorded graph (backends with graphs)
   std::vector<std::vector<int32_t>> tokens;  // per stream: the greedy token after the prompt, then one a step
   std::string profile;                       // per-op device times of the steps, where asked for and kept
 };

@@ -98,8 +98,12 @@ void decode(Bench& bench, int64_t streams, const std::vector<int32_t>& solo_toke
       static_cast<long long>(streams), tokens_per_second, step * 1e3, run->step_seconds.size(), bound,
       bytes * 1e-9, bench.bandwidth * 1e-9, fraction(tokens_per_second, bound).c_str(),
       engine::token_sha(run->tokens[0]).c_str());
+  if (bench.loaded.model.backend->graphs_enabled())
+    std::printf("  graphs: %lld of %zu steps replayed a recorded graph\n",
+                static_cast<long long>(run->graph_replays), run->step_seconds.size());
   std::fputs(run->profile.c_str(), stdout);
   bench.record["decode"].push_back({{"streams", streams},
+                                    {"graph_replays", run->graph_replays},
                                     {"tokens_per_second", tokens_per_second},
                                     {"step_seconds", run->step_seconds},
                                     {"bytes_per_step", bytes},
