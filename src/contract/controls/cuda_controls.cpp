@@ -78,6 +78,27 @@ class MatmulBf16Accumulator final : public CudaControl {
   }
 };
 
+// The real device draw with each row's options keyed one position lower: the row's own position instead of
+// the drawn token's. The shifted options live in device memory the backend allocates, until the next call.
+class SampleOwnPosition final : public CudaControl {
+ public:
+  using CudaControl::CudaControl;
+  void sample(const ops::SampleLaunch& launch) override {
+    auto shifted = allocate(DType::u8, {launch.rows, static_cast<int64_t>(sizeof(ops::SampleParams))});
+    if (!shifted) return check("allocate", cudaErrorMemoryAllocation);
+    auto* params = static_cast<ops::SampleParams*>(shifted->view.data);
+    check("shift_draw_positions",
+          cuda_shift_draw_positions(launch.params, params, launch.rows, -1, stream()));
+    ops::SampleLaunch moved = launch;
+    moved.params = params;
+    ForwardingBackend::sample(moved);
+    shifted_ = std::move(*shifted);
+  }
+
+ private:
+  ops::DeviceTensor shifted_;
+};
+
 template <class Variant>
 Control on_cuda(std::string name, std::string form, Gate gate, std::string wrong) {
   Control control = planted<Variant>(std::move(name), std::move(form), gate, std::move(wrong));
@@ -97,6 +118,9 @@ void register_cuda_controls(Registry& registry) {
   list.push_back(
       on_cuda<RmsNormRoundNormalized>("rms_norm/round-normalized-cuda", "rms_norm/31b-hidden", Gate::shapes,
                                       "a device kernel that rounds x * inv to bf16 before the weight"));
+  list.push_back(
+      on_cuda<SampleOwnPosition>("sample/own-position-cuda", "sample/logits-f32", Gate::shapes,
+                                 "the device draw keyed by the row's position, not the drawn token's"));
   list.push_back(on_cuda<MatmulBf16Accumulator>("matmul/bf16-accumulator-cuda", "matmul/12b-k-global-f16",
                                                 Gate::stress,
                                                 "a device kernel that rounds the running sum to bf16"));

@@ -73,6 +73,15 @@ unsigned blocks(int64_t items) {
   return static_cast<unsigned>((items + kThreads - 1) / kThreads);
 }
 
+__global__ void shift_positions_kernel(const ops::SampleParams* in, ops::SampleParams* out, int64_t rows,
+                                       int64_t shift) {
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (r >= rows) return;
+  ops::SampleParams params = in[r];
+  params.position += shift;
+  out[r] = params;
+}
+
 }  // namespace
 
 cudaError_t cuda_write_one(uint16_t* element, cudaStream_t stream) {
@@ -104,6 +113,13 @@ cudaError_t cuda_matmul_f16_bf16_accumulator(const uint16_t* x, int64_t x_stride
   if (rows * out_features == 0) return cudaSuccess;
   matmul_kernel<<<blocks(rows * out_features), kThreads, 0, stream>>>(
       x, x_stride, weight_f16, out, out_stride, rows, out_features, in_features);
+  return cudaGetLastError();
+}
+
+cudaError_t cuda_shift_draw_positions(const ops::SampleParams* in, ops::SampleParams* out, int64_t rows,
+                                      int64_t shift, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  shift_positions_kernel<<<blocks(rows), kThreads, 0, stream>>>(in, out, rows, shift);
   return cudaGetLastError();
 }
 

@@ -4,6 +4,8 @@
 
 #include <cuda_runtime.h>
 
+#include "ops/keyed_draw.hpp"
+
 namespace plumb::contract::controls {
 
 // Writes one bf16 zero at `element` (a place the launch must not touch).
@@ -23,5 +25,9 @@ cudaError_t cuda_rms_norm_round_normalized(const uint16_t* x, int64_t x_stride, 
 cudaError_t cuda_matmul_f16_bf16_accumulator(const uint16_t* x, int64_t x_stride, const uint16_t* weight_f16,
                                              uint16_t* out, int64_t out_stride, int64_t rows,
                                              int64_t out_features, int64_t in_features, cudaStream_t stream);
+
+// out[r] = in[r] with position + shift: draw options keyed by another position than the op was given.
+cudaError_t cuda_shift_draw_positions(const ops::SampleParams* in, ops::SampleParams* out, int64_t rows,
+                                      int64_t shift, cudaStream_t stream);
 
 }  // namespace plumb::contract::controls
