@@ -3,6 +3,7 @@
 #include <memory>
 #include <type_traits>
 
+#include "core/least_recent.hpp"
 #include "cuda/check.hpp"
 
 namespace plumb::cuda {
@@ -27,16 +28,9 @@ Status GraphCache::begin(cudaStream_t stream) {
   return {};
 }
 
-void GraphCache::touch(Kept& kept, int64_t key) {
-  recency_.erase(kept.recency);
-  recency_.push_front(key);
-  kept.recency = recency_.begin();
-}
-
-void GraphCache::drop_oldest() {
-  const int64_t oldest = recency_.back();
-  recency_.pop_back();
-  (void)cudaGraphExecDestroy(kept_.at(oldest).executable);
+void GraphCache::drop_least_recent() {
+  const auto oldest = least_recent(kept_);
+  (void)cudaGraphExecDestroy(oldest->second.executable);
   kept_.erase(oldest);
 }
 
@@ -46,21 +40,19 @@ Result<cudaGraphExec_t> GraphCache::executable(int64_t key, cudaGraph_t graph, i
     cudaGraphExecUpdateResultInfo info{};
     if (cudaGraphExecUpdate(kept.executable, graph, &info) == cudaSuccess) {
       kept.generation = generation;
-      touch(kept, key);
+      kept.last_use = ++clock_;
       return kept.executable;
     }
     // Other launches (a new attention split, say): replaced below.
     (void)cudaGetLastError();
     (void)cudaGraphExecDestroy(kept.executable);
-    recency_.erase(kept.recency);
     kept_.erase(found);
   }
   cudaGraphExec_t created = nullptr;
   PLUMB_CUDA_TRY(kWhere, cudaGraphInstantiate(&created, graph, 0));
   ++instantiations_;
-  if (kept_.size() >= kKeptGraphs) drop_oldest();
-  recency_.push_front(key);
-  kept_[key] = Kept{created, generation, recency_.begin()};
+  if (kept_.size() >= kKeptGraphs) drop_least_recent();
+  kept_[key] = Kept{created, generation, ++clock_};
   return created;
 }
 
@@ -80,7 +72,7 @@ Status GraphCache::end(cudaStream_t stream, int64_t key, bool launch, int64_t ge
 Result<bool> GraphCache::replay(cudaStream_t stream, int64_t key, int64_t generation) {
   auto found = kept_.find(key);
   if (found == kept_.end() || found->second.generation != generation || generation < 0) return false;
-  touch(found->second, key);
+  found->second.last_use = ++clock_;
   PLUMB_CUDA_TRY(kWhere, cudaGraphLaunch(found->second.executable, stream));
   ++launches_;
   ++replays_;

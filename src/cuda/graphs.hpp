@@ -5,7 +5,6 @@
 // under a kept key updates its graph in place where the launches match, else replaces it. At most
 // kKeptGraphs are kept, the least recently run dropped first.
 #include <cstdint>
-#include <list>
 #include <map>
 
 #include <cuda_runtime.h>
@@ -39,15 +38,14 @@ class GraphCache {
   struct Kept {
     cudaGraphExec_t executable = nullptr;
     int64_t generation = -1;
-    std::list<int64_t>::iterator recency;  // its place in recency_, most recent first
+    uint64_t last_use = 0;
   };
   // The executable for `key`, updated from `graph` where the launches match, else instantiated anew.
   Result<cudaGraphExec_t> executable(int64_t key, cudaGraph_t graph, int64_t generation);
-  void touch(Kept& kept, int64_t key);
-  void drop_oldest();
+  void drop_least_recent();
 
   std::map<int64_t, Kept> kept_;
-  std::list<int64_t> recency_;
+  uint64_t clock_ = 0;
   int64_t launches_ = 0;
   int64_t replays_ = 0;
   int64_t instantiations_ = 0;
