@@ -26,7 +26,7 @@ CudaOptions CudaOptions::from_environment() {
   const char* decode = std::getenv("PLUMB_CUDA_DECODE_MATMUL");
   options.decode_matmul = decode == nullptr || std::string_view(decode) != "0";
   const char* graphs = std::getenv("PLUMB_CUDA_GRAPHS");
-  options.graphs = graphs != nullptr && std::string_view(graphs) == "1";
+  options.graphs = graphs == nullptr || std::string_view(graphs) != "0";
   return options;
 }
 

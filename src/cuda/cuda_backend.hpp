@@ -24,10 +24,10 @@ struct CudaOptions {
 
   // Forwards the model runs under begin_graph/end_graph are recorded as CUDA graphs and replayed unchanged
   // while their arguments are (never while the op profile is on, which times each launch).
-  bool graphs = false;
+  bool graphs = true;
 
-  // The options make_cuda_backend uses: decode_matmul unless PLUMB_CUDA_DECODE_MATMUL is 0, graphs when
-  // PLUMB_CUDA_GRAPHS is 1.
+  // The options make_cuda_backend uses: decode_matmul unless PLUMB_CUDA_DECODE_MATMUL is 0, graphs unless
+  // PLUMB_CUDA_GRAPHS is 0.
   static CudaOptions from_environment();
 };
 

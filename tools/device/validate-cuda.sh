@@ -4,17 +4,17 @@
 # tests included), the kernel contract on CUDA, the exactness suite on CUDA, the CUDA tests, exactness suite and
 # contract matmul forms again with the tiled matmul alone, the kernel benchmarks, plumb bench at Gemma 4 12B
 # geometry (4-bit g64 with the lane engine section, and bf16; each also with the tiled matmul alone and with
-# CUDA graphs on), the server under 32 streaming clients (tools/bench/serve_load.py) and transformers on the same
+# CUDA graphs off), the server under 32 streaming clients (tools/bench/serve_load.py) and transformers on the same
 # bf16 weights. STEPS picks steps:
-# OUT=dir STEPS="build ctest contract exactness tiled opsbench bench4 bench4t bench4g serve bench16 bench16t
-#   bench16g hf" this-script
+# OUT=dir STEPS="build ctest contract exactness tiled opsbench bench4 bench4t bench4e serve bench16 bench16t
+#   bench16e hf" this-script
 # (PLUMB=path/to/plumb uses a plumb built elsewhere; BENCH_ARGS and HF_ARGS pass options to the benches;
 # PACK=file.tgz packs the logs into one file after every step, for a machine that returns few files.)
 # Needs .debs/ from tools/device/fetch-debs.sh (run where apt works). Writes OUT/steps.txt and one log a step.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-$PWD/out/validate}
-steps=${STEPS:-build ctest contract exactness tiled opsbench bench4 bench4t bench4g serve bench16 bench16t bench16g hf}
+steps=${STEPS:-build ctest contract exactness tiled opsbench bench4 bench4t bench4e serve bench16 bench16t bench16e hf}
 models=${MODELS:-/tmp/plumb-models}
 mkdir -p "$out" "$models"
 
@@ -52,30 +52,30 @@ if wanted tiled; then
 fi
 wanted opsbench && step opsbench 120 build-validate/src/cuda/plumb_cuda_bench
 # bench NAME DECODE [GRAPHS]: plumb bench on $model with the decode matmul (1) or the tiled matmul alone (0),
-# and CUDA graphs off (0, the default) or on (1).
+# and CUDA graphs off (0) or on (1, the default).
 bench() {
-  local name=$1 decode=$2 graphs=${3:-0}
+  local name=$1 decode=$2 graphs=${3:-1}
   PLUMB_CUDA_DECODE_MATMUL=$decode PLUMB_CUDA_GRAPHS=$graphs step "$name" 300 "$plumb" bench "$model" \
     --backend cuda ${BENCH_ARGS:-} --json "$out/$name.json"
 }
-if wanted bench4 || wanted bench4t || wanted bench4g || wanted serve; then
+if wanted bench4 || wanted bench4t || wanted bench4e || wanted serve; then
   model=$models/12b-4bit
   step make-4bit 120 "$plumb" make-tiny gemma4 "$model" --geometry 12b --bits 4 --group 64 && {
     wanted bench4 && BENCH_ARGS="${BENCH_ARGS:-} --engine-streams 1,8,32" bench bench-4bit 1
     wanted bench4t && bench bench-4bit-tiled 0
-    wanted bench4g && BENCH_ARGS="${BENCH_ARGS:-} --engine-streams 1,8,32" bench bench-4bit-graphs 1 1
+    wanted bench4e && BENCH_ARGS="${BENCH_ARGS:-} --engine-streams 1,8,32" bench bench-4bit-eager 1 0
     wanted serve && step serve 200 python3 tools/bench/serve_load.py --plumb "$plumb" --model "$model" \
       --backend cuda --cover-vocab --context 4096 --clients 32 --requests 2 --max-tokens 128 --warmup 32 \
       --check-solo --solo-sample 4 --json "$out/serve-load.json"
   }
   rm -rf "$model"
 fi
-if wanted bench16 || wanted bench16t || wanted bench16g || wanted hf; then
+if wanted bench16 || wanted bench16t || wanted bench16e || wanted hf; then
   model=$models/12b-bf16
   step make-bf16 180 "$plumb" make-tiny gemma4 "$model" --geometry 12b && {
     wanted bench16 && bench bench-bf16 1
     wanted bench16t && bench bench-bf16-tiled 0
-    wanted bench16g && bench bench-bf16-graphs 1 1
+    wanted bench16e && bench bench-bf16-eager 1 0
     wanted hf && step hf 300 python3 tools/reference/hf_bench.py "$model" ${HF_ARGS:-} --json "$out/hf.json"
   }
   rm -rf "$model"
