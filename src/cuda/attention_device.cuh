@@ -18,6 +18,7 @@ constexpr int kColumns = kThreads;      // output columns per values block, one 
 constexpr int kMaxGroup = 128;
 constexpr int kWholeSpan = 8;  // rows spanning up to this many partitions walk them in one values block
 constexpr int kMaxSegments = 16;
+constexpr int kSlots = 16;  // query vectors (rows x heads of one kv group) per block of k_attention_tiles.cu
 constexpr int64_t kMaxChunkRows = 65535;
 constexpr size_t kScratchCap = size_t{256} << 20;
 static_assert(kThreads == 2 * kPart, "the score kernel gives each key position of a partition two threads");
@@ -53,6 +54,9 @@ struct Params {
   float* partial;     // [rows, heads, span, head_dim]: sum p_j v_j per partition (split only)
   int segment_count;
   SegmentEntry segments[kMaxSegments];
+  // k_attention_tiles.cu: tiles of tile_rows rows (none crossing a segment) times tile_heads heads.
+  int tile_rows, tile_heads;
+  int64_t tiles;
 };
 
 struct RowKeys {
@@ -221,5 +225,13 @@ __device__ float ordered_sum(const Term& term, int n) {
   }
   return total;
 }
+
+// k_attention_tiles.cu: whether a chunk's rows may take the tiled kernels (vector rows, head_dim a multiple
+// of 16, the block's shared memory within the device's), its dynamic shared memory, and the launches that
+// write the same scores and stats as score_kernel and, for split rows, the same partials as values_kernel.
+bool tiles_fit(const Params& params, size_t shared_optin);
+size_t tile_score_bytes(const Params& params);
+cudaError_t launch_score_tiles(const Params& params, cudaStream_t stream);
+cudaError_t launch_value_tiles(const Params& params, cudaStream_t stream);
 
 }  // namespace plumb::cuda::attention

@@ -292,8 +292,20 @@ int heads_per_block(int group, int64_t blocks_per_head_chunk, int64_t wanted, in
   return 1;
 }
 
-cudaError_t run_chunk(Params params, const DeviceLimits& limits, cudaStream_t stream) {
-  const auto rows = static_cast<unsigned>(params.rows);
+// Prompt-sized chunks (at least this many rows per segment on average) take the tiled kernels where they fit.
+constexpr int64_t kTileMinRows = 8;
+
+// Tiles of up to 4 heads of a kv group times kSlots / heads rows, none crossing a segment.
+void plan_tiles(Params& params) {
+  params.tile_heads = std::min(params.group, 4);
+  params.tile_rows = kSlots / params.tile_heads;
+  params.head_chunks = (params.group + params.tile_heads - 1) / params.tile_heads;
+  params.tiles = 0;
+  for (int s = 0; s < params.segment_count; ++s)
+    params.tiles += (params.segments[s].rows + params.tile_rows - 1) / params.tile_rows;
+}
+
+cudaError_t launch_scores(Params params, const DeviceLimits& limits, cudaStream_t stream) {
   const auto q_bytes = [&](int heads) {
     return static_cast<size_t>(heads) * params.head_dim * sizeof(float);
   };
@@ -301,7 +313,7 @@ cudaError_t run_chunk(Params params, const DeviceLimits& limits, cudaStream_t st
   int most = 16;
   while (most > 1 && block_bytes(most) > limits.shared_optin) most = most == 16 ? 4 : 1;
   if (block_bytes(most) > limits.shared_optin) return cudaErrorInvalidValue;
-  const int score_heads = heads_per_block(params.group, int64_t{params.span} * params.kv_heads * rows,
+  const int score_heads = heads_per_block(params.group, int64_t{params.span} * params.kv_heads * params.rows,
                                           limits.blocks_wanted, most);
   params.head_chunks = (params.group + score_heads - 1) / score_heads;
   const Kernel score = score_heads == 16  ? score_kernel_of<16>(params.rows_vector)
@@ -314,10 +326,14 @@ cudaError_t run_chunk(Params params, const DeviceLimits& limits, cudaStream_t st
     if (code != cudaSuccess) return code;
   }
   const auto kv_heads = static_cast<unsigned>(params.kv_heads);
-  score<<<dim3(params.span, kv_heads * params.head_chunks, rows), kThreads, shared, stream>>>(params);
+  score<<<dim3(params.span, kv_heads * params.head_chunks, static_cast<unsigned>(params.rows)), kThreads,
+          shared, stream>>>(params);
+  return cudaGetLastError();
+}
 
-  if (!params.whole)
-    normalize_kernel<<<dim3((params.heads + kWarps - 1) / kWarps, rows), kThreads, 0, stream>>>(params);
+cudaError_t launch_values(Params params, const DeviceLimits& limits, cudaStream_t stream) {
+  const auto rows = static_cast<unsigned>(params.rows);
+  const auto kv_heads = static_cast<unsigned>(params.kv_heads);
   const unsigned value_parts = params.whole ? 1 : params.span;
   const int values_heads = heads_per_block(
       params.group, int64_t{value_parts} * kv_heads * params.column_chunks * rows, limits.blocks_wanted, 16);
@@ -327,6 +343,20 @@ cudaError_t run_chunk(Params params, const DeviceLimits& limits, cudaStream_t st
                                             : values_kernel_of<1>(params.rows_vector);
   values<<<dim3(value_parts, kv_heads * params.head_chunks * params.column_chunks, rows), kThreads, 0,
            stream>>>(params);
+  return cudaGetLastError();
+}
+
+cudaError_t run_chunk(Params params, const DeviceLimits& limits, cudaStream_t stream) {
+  const auto rows = static_cast<unsigned>(params.rows);
+  const bool tiled =
+      params.rows >= kTileMinRows * params.segment_count && tiles_fit(params, limits.shared_optin);
+  if (tiled) plan_tiles(params);
+  cudaError_t code = tiled ? launch_score_tiles(params, stream) : launch_scores(params, limits, stream);
+  if (code != cudaSuccess) return code;
+  if (!params.whole)
+    normalize_kernel<<<dim3((params.heads + kWarps - 1) / kWarps, rows), kThreads, 0, stream>>>(params);
+  code = tiled && !params.whole ? launch_value_tiles(params, stream) : launch_values(params, limits, stream);
+  if (code != cudaSuccess) return code;
   if (!params.whole)
     merge_kernel<<<dim3(params.heads * params.column_chunks, rows), kThreads, 0, stream>>>(params);
   return cudaGetLastError();

@@ -1,9 +1,22 @@
 #include "models/gemma4/forward_graphs.hpp"
 
+#include <atomic>
+
 #include "core/least_recent.hpp"
 #include "models/gemma4/try_assign.hpp"
 
 namespace plumb::gemma4 {
+
+namespace {
+
+// Graph keys unique in the process: a backend's graph cache is shared by every model on it, so a key per
+// model would replay one model's graph for another's forward.
+int64_t new_graph_key() {
+  static std::atomic<int64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
 
 Result<ForwardGraphs::Kept*> ForwardGraphs::tensors(ops::Backend& backend, const Config& config, int64_t rows,
                                                     int64_t logit_rows, int64_t draw_rows) {
@@ -27,7 +40,7 @@ ForwardGraphs::Plan ForwardGraphs::plan(const std::vector<int64_t>& signature) {
     return {found->second.key, true};
   }
   if (signatures_.size() >= kKeptSignatures) signatures_.erase(least_recent(signatures_));
-  const int64_t key = next_key_++;
+  const int64_t key = new_graph_key();
   signatures_[signature] = Known{key, ++clock_};
   return {key, false};
 }

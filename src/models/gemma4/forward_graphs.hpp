@@ -32,7 +32,8 @@ class ForwardGraphs {
                         int64_t draw_rows);
 
   struct Plan {
-    int64_t key = 0;           // the graph key of this signature (never reused for another)
+    int64_t key = 0;           // the graph key of this signature, never reused in the process: every model on
+                               // a backend (a drafter beside its target, a reloaded model) shares its graphs
     bool seen_before = false;  // a forward with this signature ran before
   };
   Plan plan(const std::vector<int64_t>& signature);
@@ -55,7 +56,6 @@ class ForwardGraphs {
   std::map<std::vector<int64_t>, Known> signatures_;
   uint64_t clock_ = 0;
   int64_t next_generation_ = 1;
-  int64_t next_key_ = 1;
 };
 
 }  // namespace plumb::gemma4

@@ -21,5 +21,22 @@ TEST(GraphReplay, ReplayedDecodeStepsEqualLaunchedSteps) {
   testing::expect_replayed_steps_equal_launched(*graphed, *launched);
 }
 
+// Every model on a backend shares its graph cache (a drafter beside its target, a reloaded model): a second
+// model with other weights must replay only its own graphs, never the first one's under the same key.
+TEST(GraphReplay, TwoModelsOnOneBackendReplayOnlyTheirOwnGraphs) {
+  testing::TempDir first_dir{"plumb-gemma4-graph-first"}, second_dir{"plumb-gemma4-graph-second"};
+  ASSERT_TRUE(write_tiny_checkpoint(first_dir.path().string(), TinyOptions{}).ok());
+  ASSERT_TRUE(write_tiny_checkpoint(second_dir.path().string(), TinyOptions{.seed = 5}).ok());
+  testing::RecordingBackend recording(cpu::make_cpu_backend(2));
+  auto launching = cpu::make_cpu_backend(2);
+  auto first = load_model(first_dir.path().string(), recording);
+  auto second = load_model(second_dir.path().string(), recording);
+  auto first_launched = load_model(first_dir.path().string(), *launching);
+  auto second_launched = load_model(second_dir.path().string(), *launching);
+  ASSERT_TRUE(first.ok() && second.ok() && first_launched.ok() && second_launched.ok());
+  testing::expect_replayed_steps_equal_launched(*first, *first_launched);
+  testing::expect_replayed_steps_equal_launched(*second, *second_launched);
+}
+
 }  // namespace
 }  // namespace plumb::gemma4

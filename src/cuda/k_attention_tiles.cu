@@ -1,0 +1,323 @@
+// Attention for many query rows of a stream at once (prompts): the scores, (max, sum exp) and split partials
+// of k_attention.cu's score_kernel and values_kernel, bit for bit (the same fp32 steps in the same order:
+// s_j = scale * (q · k_j) in the CPU's 16-lane dot order, p_j = bf16(exp(s_j - m) / l), sum p_j v_j over a
+// partition's keys in position order), with a block serving kSlots query vectors (a tile of rows times a few
+// heads of one kv group) so that each partition's keys or values are staged in shared memory once for all of
+// them instead of once per row. Tiles never cross a segment; a block walks the absolute partitions its rows
+// see, and each row keeps its own window within them.
+#include "cuda/attention_device.cuh"
+#include "cuda/launchers.hpp"
+
+namespace plumb::cuda {
+
+namespace attention {
+
+namespace {
+
+constexpr int kKeyPad =
+    8;  // bf16 after each staged key row: neighbouring lanes' rows start 16 bytes apart in the banks
+constexpr size_t kStaticTileBytes = 8 << 10;  // at least score_tile_kernel's static shared memory
+
+// The block's rows: tile blockIdx.z of the chunk (tiles of params.tile_rows rows, none crossing a segment),
+// each row's first visible key and position, and the absolute partitions lo..hi that any of them sees.
+struct TileRows {
+  SegmentEntry segment;
+  int64_t first_row;
+  int rows;
+  int64_t part_lo, part_hi;  // partitions any row sees
+  int64_t key_lo, key_hi;    // the lowest first visible key and the highest position of the rows
+  int64_t first[kSlots], position[kSlots];
+};
+
+__device__ bool find_tile(const Params& params, int64_t index, SegmentEntry& segment, int64_t& first_row,
+                          int& rows) {
+  for (int s = 0; s < params.segment_count; ++s) {
+    const int64_t tiles = (params.segments[s].rows + params.tile_rows - 1) / params.tile_rows;
+    if (index < tiles) {
+      segment = params.segments[s];
+      first_row = segment.first_row + index * params.tile_rows;
+      rows = static_cast<int>(min(int64_t{params.tile_rows}, segment.rows - index * params.tile_rows));
+      return true;
+    }
+    index -= tiles;
+  }
+  return false;
+}
+
+// Fills `tile` (shared) from thread 0; false for a block past the chunk's tiles (the same for every thread).
+__device__ bool load_tile(const Params& params, TileRows& tile) {
+  if (threadIdx.x == 0) {
+    tile.rows = 0;
+    if (find_tile(params, blockIdx.z, tile.segment, tile.first_row, tile.rows)) {
+      tile.key_lo = INT64_MAX;
+      tile.key_hi = -1;
+      for (int t = 0; t < tile.rows; ++t) {
+        const RowKeys row = row_keys(params, tile.first_row + t);
+        tile.first[t] = row.first;
+        tile.position[t] = row.position;
+        tile.key_lo = min(tile.key_lo, row.first);
+        tile.key_hi = max(tile.key_hi, row.position);
+      }
+      tile.part_lo = tile.key_lo / kPart;
+      tile.part_hi = tile.key_hi / kPart;
+    }
+  }
+  __syncthreads();
+  return tile.rows > 0;
+}
+
+// A query vector of the block: row t of the tile, head h of the chunk; slot = t * heads + h.
+struct Slot {
+  bool valid;  // a row and head of the block whose keys meet partition part
+  int t, h;
+  int64_t row_head, jrel;
+  int lo, hi;  // visible keys lo..hi of the partition (relative to its base)
+};
+
+__device__ Slot slot_at(const Params& params, const TileRows& tile, const HeadChunk& chunk, int slot,
+                        int64_t part) {
+  Slot s{};
+  s.t = slot / params.tile_heads;
+  s.h = slot % params.tile_heads;
+  if (s.t >= tile.rows || s.h >= chunk.count) return s;
+  const int64_t base = part * kPart, first = tile.first[s.t], position = tile.position[s.t];
+  if (part < first / kPart || part > position / kPart) return s;
+  s.valid = true;
+  s.row_head = (tile.first_row + s.t) * params.heads + chunk.first + s.h;
+  s.jrel = part - first / kPart;
+  s.lo = static_cast<int>(max(base, first) - base);
+  s.hi = static_cast<int>(min(base + kPart - 1, position) - base);
+  return s;
+}
+
+// The dot's 16 lanes summed in the CPU backend's tree (finish_dot in k_attention.cu): l + (l + 8), then
+// + 4, then (0 + 2) + (1 + 3).
+__device__ __forceinline__ float lane_tree(const float (&lanes)[kLanes]) {
+  float a[8], b[4];
+#pragma unroll
+  for (int l = 0; l < 8; ++l) a[l] = lanes[l] + lanes[l + 8];
+#pragma unroll
+  for (int l = 0; l < 4; ++l) b[l] = a[l] + a[l + 4];
+  return (b[0] + b[2]) + (b[1] + b[3]);
+}
+
+// Lanes of q · k for two keys at once: element k goes to lane k % 16, each lane adding in order of k from 0.
+__device__ void dot_lanes(const float* q, const uint16_t* key0, const uint16_t* key1, int dim,
+                          float (&lanes0)[kLanes], float (&lanes1)[kLanes]) {
+#pragma unroll
+  for (int e = 0; e < kLanes; ++e) lanes0[e] = lanes1[e] = 0.0f;
+  for (int k = 0; k < dim; k += kLanes) {
+    float qv[kLanes], k0[kLanes], k1[kLanes];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float4 four = *reinterpret_cast<const float4*>(q + k + 4 * i);
+      qv[4 * i] = four.x, qv[4 * i + 1] = four.y, qv[4 * i + 2] = four.z, qv[4 * i + 3] = four.w;
+    }
+    float half[8];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      bf16x8_values(*reinterpret_cast<const uint4*>(key0 + k + 8 * i), half);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) k0[8 * i + e] = half[e];
+      bf16x8_values(*reinterpret_cast<const uint4*>(key1 + k + 8 * i), half);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) k1[8 * i + e] = half[e];
+    }
+#pragma unroll
+    for (int e = 0; e < kLanes; ++e) {
+      lanes0[e] = lanes0[e] + qv[e] * k0[e];
+      lanes1[e] = lanes1[e] + qv[e] * k1[e];
+    }
+  }
+}
+
+// The tile's rows of the partition's key or value cache, columns column0 .. column0 + width - 1 (8-aligned),
+// into rows of `stride` bf16; positions no row of the tile sees are left alone.
+__device__ void stage_cache(const Params& params, const TileRows& tile, const uint16_t* cache, int64_t part,
+                            int column0, int width, int stride, int kv_head, uint16_t* staged) {
+  const int pieces = width / 8;
+  const int64_t lo = max(part * kPart, tile.key_lo), hi = min(part * kPart + kPart - 1, tile.key_hi);
+  for (int i = static_cast<int>(threadIdx.x); i < kPart * pieces; i += kThreads) {
+    const int jj = i / pieces, c = i % pieces * 8;
+    const int64_t position = part * kPart + jj;
+    if (position < lo || position > hi || column0 + c >= params.head_dim) continue;
+    const uint16_t* row = cache + ((position % tile.segment.capacity) * params.kv_heads + kv_head) *
+                                      static_cast<int64_t>(params.head_dim);
+    *reinterpret_cast<uint4*>(staged + jj * stride + c) = *reinterpret_cast<const uint4*>(row + column0 + c);
+  }
+}
+
+// One block per (partition of the walk, kv head and chunk of its heads, tile); a warp per slot at a time,
+// a lane per pair of keys (lane, lane + 32).
+__global__ void __launch_bounds__(kThreads) score_tile_kernel(Params params) {
+  extern __shared__ float4 dynamic_shared[];
+  const int dim = params.head_dim, stride = dim + kKeyPad;
+  float* q_shared = reinterpret_cast<float*>(dynamic_shared);             // [kSlots][dim]
+  uint16_t* keys = reinterpret_cast<uint16_t*>(q_shared + kSlots * dim);  // [kPart][stride]
+  __shared__ float scores[kSlots][kPart];
+  __shared__ TileRows tile;
+  if (!load_tile(params, tile)) return;
+  const HeadChunk chunk = head_chunk(params, blockIdx.y, params.tile_heads);
+  const int slots = tile.rows * params.tile_heads;
+  for (int i = static_cast<int>(threadIdx.x) * 8; i < slots * dim; i += kThreads * 8) {
+    const int slot = i / dim, d = i % dim, t = slot / params.tile_heads, h = slot % params.tile_heads;
+    if (h >= chunk.count) continue;
+    float eight[8];
+    bf16x8_values(*reinterpret_cast<const uint4*>(params.q + (tile.first_row + t) * params.q_stride +
+                                                  static_cast<int64_t>(chunk.first + h) * dim + d),
+                  eight);
+    *reinterpret_cast<float4*>(q_shared + i) = make_float4(eight[0], eight[1], eight[2], eight[3]);
+    *reinterpret_cast<float4*>(q_shared + i + 4) = make_float4(eight[4], eight[5], eight[6], eight[7]);
+  }
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  for (int64_t part = tile.part_lo + blockIdx.x; part <= tile.part_hi; part += gridDim.x) {
+    __syncthreads();  // q is in; the last partition's keys are used
+    stage_cache(params, tile, tile.segment.keys, part, 0, dim, stride, chunk.kv_head, keys);
+    __syncthreads();
+    for (int slot = warp; slot < slots; slot += kWarps) {
+      const Slot s = slot_at(params, tile, chunk, slot, part);
+      if (!s.valid) continue;  // the same for the whole warp
+      float lanes0[kLanes], lanes1[kLanes];
+      dot_lanes(q_shared + slot * dim, keys + lane * stride, keys + (lane + 32) * stride, dim, lanes0,
+                lanes1);
+      float* score = params.scores + (s.row_head * params.span + s.jrel) * kPart;
+      const auto store = [&](int jj, const float(&lanes)[kLanes]) {
+        if (jj < s.lo || jj > s.hi) return;
+        const float value = params.scale * lane_tree(lanes);
+        scores[slot][jj] = value;
+        score[jj] = value;
+      };
+      store(lane, lanes0);
+      store(lane + 32, lanes1);
+      __syncwarp();
+      const float* row = scores[slot] + s.lo;
+      const int n = s.hi - s.lo + 1;
+      const float top = ordered_max([&](int k) { return row[k]; }, n);
+      const float total = ordered_sum([&](int k) { return expf(row[k] - top); }, n);
+      if (lane == 0) params.stats[s.row_head * params.span + s.jrel] = make_float2(top, total);
+    }
+  }
+}
+
+// The slots' visible keys lo[k]..hi[k] of a partition (none: lo past hi) and the partial sum each makes.
+struct SlotKeys {
+  int lo[kSlots], hi[kSlots];
+};
+
+// acc[k] += p_j v_j over keys from .. to of the partition for this thread's column, in order of the keys (as
+// accumulate() in attention_device.cuh); with kCheck each slot takes only its own visible keys, without it
+// every key in range is visible to every slot that sees the partition.
+template <bool kCheck>
+__device__ __forceinline__ void add_keys(const float (&weights)[kSlots][kPart], const uint16_t* column,
+                                         const SlotKeys& keys, int from, int to, float (&acc)[kSlots]) {
+  for (int jj = from; jj <= to; ++jj) {
+    const float v = bf16_value(column[jj * kColumns]);
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) {
+      if (keys.lo[k] > keys.hi[k] || (kCheck && (jj < keys.lo[k] || jj > keys.hi[k]))) continue;
+      acc[k] = acc[k] + weights[k][jj] * v;
+    }
+  }
+}
+
+// Split rows' partial sums: one block per (partition of the walk, kv head, chunk of heads and strip of
+// columns, tile); a thread per column.
+__global__ void __launch_bounds__(kThreads) values_tile_kernel(Params params) {
+  __shared__ __align__(16) float weights[kSlots][kPart];
+  __shared__ __align__(16) uint16_t tile_values[kPart][kColumns];
+  __shared__ TileRows tile;
+  if (!load_tile(params, tile)) return;
+  const HeadChunk chunk =
+      head_chunk(params, static_cast<int>(blockIdx.y) / params.column_chunks, params.tile_heads);
+  const int column0 = static_cast<int>(blockIdx.y) % params.column_chunks * kColumns;
+  const int dim = params.head_dim, d = column0 + static_cast<int>(threadIdx.x);
+  const int slots = tile.rows * params.tile_heads;
+  for (int64_t part = tile.part_lo + blockIdx.x; part <= tile.part_hi; part += gridDim.x) {
+    __syncthreads();  // the last partition's weights and values are used
+    SlotKeys keys;
+    int common_lo = 0, common_hi = kPart - 1, any_lo = kPart, any_hi = -1;
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) {
+      const Slot s = slot_at(params, tile, chunk, k, part);
+      keys.lo[k] = s.valid ? s.lo : kPart;
+      keys.hi[k] = s.valid ? s.hi : -1;
+      if (!s.valid) continue;
+      common_lo = max(common_lo, s.lo);
+      common_hi = min(common_hi, s.hi);
+      any_lo = min(any_lo, s.lo);
+      any_hi = max(any_hi, s.hi);
+    }
+    for (int i = static_cast<int>(threadIdx.x); i < slots * kPart; i += kThreads) {
+      const int k = i / kPart, jj = i % kPart;
+      const Slot s = slot_at(params, tile, chunk, k, part);
+      if (!s.valid || jj < s.lo || jj > s.hi) continue;
+      const float2 norm = params.norms[s.row_head];
+      weights[k][jj] =
+          round_bf16(expf(params.scores[(s.row_head * params.span + s.jrel) * kPart + jj] - norm.x) / norm.y);
+    }
+    stage_cache(params, tile, tile.segment.values, part, column0, kColumns, kColumns, chunk.kv_head,
+                &tile_values[0][0]);
+    __syncthreads();
+    if (any_hi < 0 || d >= dim) continue;
+    float acc[kSlots];
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) acc[k] = 0.0f;
+    const uint16_t* column = &tile_values[0][0] + threadIdx.x;
+    if (common_lo <= common_hi) {  // keys every slot sees take no per-slot check
+      add_keys<true>(weights, column, keys, any_lo, common_lo - 1, acc);
+      add_keys<false>(weights, column, keys, common_lo, common_hi, acc);
+      add_keys<true>(weights, column, keys, common_hi + 1, any_hi, acc);
+    } else {
+      add_keys<true>(weights, column, keys, any_lo, any_hi, acc);
+    }
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) {
+      if (keys.lo[k] > keys.hi[k]) continue;
+      const Slot s = slot_at(params, tile, chunk, k, part);
+      params.partial[(s.row_head * params.span + s.jrel) * dim + d] = acc[k];
+    }
+  }
+}
+
+// Blocks of the walk per tile: the partitions of a row and one more, which a tile of consecutive positions
+// can reach; a block walks on by gridDim.x for rows that reach further.
+unsigned walk_blocks(const Params& params) {
+  return static_cast<unsigned>(params.span + 1);
+}
+
+}  // namespace
+
+bool tiles_fit(const Params& params, size_t shared_optin) {
+  return params.rows_vector && params.q_vector && params.head_dim % kLanes == 0 &&
+         tile_score_bytes(params) + kStaticTileBytes <= shared_optin;
+}
+
+size_t tile_score_bytes(const Params& params) {
+  return static_cast<size_t>(kSlots) * params.head_dim * sizeof(float) +
+         static_cast<size_t>(kPart) * (params.head_dim + kKeyPad) * sizeof(uint16_t);
+}
+
+cudaError_t launch_score_tiles(const Params& params, cudaStream_t stream) {
+  const size_t shared = tile_score_bytes(params);
+  if (shared + kStaticTileBytes > size_t{48} << 10) {
+    const cudaError_t code = cudaFuncSetAttribute(
+        score_tile_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared));
+    if (code != cudaSuccess) return code;
+  }
+  const dim3 grid(walk_blocks(params), static_cast<unsigned>(params.kv_heads * params.head_chunks),
+                  static_cast<unsigned>(params.tiles));
+  score_tile_kernel<<<grid, kThreads, shared, stream>>>(params);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_value_tiles(const Params& params, cudaStream_t stream) {
+  const dim3 grid(walk_blocks(params),
+                  static_cast<unsigned>(params.kv_heads * params.head_chunks * params.column_chunks),
+                  static_cast<unsigned>(params.tiles));
+  values_tile_kernel<<<grid, kThreads, 0, stream>>>(params);
+  return cudaGetLastError();
+}
+
+}  // namespace attention
+
+}  // namespace plumb::cuda
