@@ -77,9 +77,9 @@ __device__ void stage_scales(uint32_t* table, uint8_t* packed, const DecodeParam
 }
 
 // acc += x[:, tile] · W[tile columns]ᵀ for k16 step kStep of the tile (if it is one of the tile's `steps`
-// steps inside k); a_rows are the shared addresses of the lane's ldmatrix rows of x at the segment's first
-// tile, and fragment(step, j, b0, b1) builds the weight registers.
-template <int kMTiles, int kStep, class Fragment>
+// steps inside k; every step of a full tile, with no test); a_rows are the shared addresses of the lane's
+// ldmatrix rows of x at the segment's first tile, and fragment(step, j, b0, b1) builds the weight registers.
+template <int kMTiles, int kStep, bool kFull, class Fragment>
 __device__ __forceinline__ void multiply_step(const uint32_t (&a_rows)[kMTiles], int local, int steps,
                                               float (&acc)[kMTiles][kDecodeNTiles][4],
                                               const Fragment& fragment) {
@@ -89,33 +89,36 @@ __device__ __forceinline__ void multiply_step(const uint32_t (&a_rows)[kMTiles],
 #pragma unroll
   for (int j = 0; j < kDecodeNTiles; ++j) {
     uint32_t b0 = 0, b1 = 0;
-    if (kStep < steps) fragment(std::integral_constant<int, kStep>{}, j, b0, b1);
+    if (kFull || kStep < steps) fragment(std::integral_constant<int, kStep>{}, j, b0, b1);
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) mma_bf16(acc[mt][j], a[mt], b0, b1);
   }
 }
 
-template <int kMTiles, class Fragment>
+template <int kMTiles, bool kFull, class Fragment>
 __device__ __forceinline__ void multiply_steps(const uint32_t (&a_rows)[kMTiles], int local, int steps,
                                                float (&acc)[kMTiles][kDecodeNTiles][4],
                                                const Fragment& fragment) {
-  multiply_step<kMTiles, 0>(a_rows, local, steps, acc, fragment);
-  multiply_step<kMTiles, 1>(a_rows, local, steps, acc, fragment);
-  multiply_step<kMTiles, 2>(a_rows, local, steps, acc, fragment);
-  multiply_step<kMTiles, 3>(a_rows, local, steps, acc, fragment);
+  multiply_step<kMTiles, 0, kFull>(a_rows, local, steps, acc, fragment);
+  multiply_step<kMTiles, 1, kFull>(a_rows, local, steps, acc, fragment);
+  multiply_step<kMTiles, 2, kFull>(a_rows, local, steps, acc, fragment);
+  multiply_step<kMTiles, 3, kFull>(a_rows, local, steps, acc, fragment);
 }
 
-// The tile's four k16 steps in order: with bf16x2 fmas where the table says every half-row of the tile
-// allows one rounding, else through f32 with the half-rows' scales, biases and forms read once per tile.
-template <int kBits, int kMTiles>
+// The tile's four k16 steps in order (kFull: all four inside k): with bf16x2 fmas where the table says every
+// half-row of the tile allows one rounding, the scale and bias pairs made once per tile, else through f32
+// with the half-rows' scales, biases and forms read once per tile.
+template <int kBits, int kMTiles, bool kFull>
 __device__ __forceinline__ void multiply_tile(const WeightTile<kBits>& tile, bool packed, int group_shift,
                                               const uint32_t (&a_rows)[kMTiles], int local, int steps,
                                               float (&acc)[kMTiles][kDecodeNTiles][4]) {
   if constexpr (kPackable<kBits>) {
     if (packed) {
-      multiply_steps<kMTiles>(a_rows, local, steps, acc, [&](auto step, int j, uint32_t& b0, uint32_t& b1) {
-        packed_fragment<kBits, decltype(step)::value>(tile, j, b0, b1);
-      });
+      const PackedPairs pairs = packed_pairs<kBits>(tile);
+      multiply_steps<kMTiles, kFull>(a_rows, local, steps, acc,
+                                     [&](auto step, int j, uint32_t& b0, uint32_t& b1) {
+                                       packed_fragment<kBits, decltype(step)::value>(tile, pairs, j, b0, b1);
+                                     });
       return;
     }
   }
@@ -126,10 +129,11 @@ __device__ __forceinline__ void multiply_tile(const WeightTile<kBits>& tile, boo
     halves[j][0] = half_row<kBits>(tile.scale_bias[j][0]);
     halves[j][1] = group_shift >= 6 ? halves[j][0] : half_row<kBits>(tile.scale_bias[j][1]);
   }
-  multiply_steps<kMTiles>(a_rows, local, steps, acc, [&](auto step, int j, uint32_t& b0, uint32_t& b1) {
-    constexpr int kStep = decltype(step)::value;
-    affine_fragment<kBits, kStep>(tile, j, halves[j][kStep / 2], b0, b1);
-  });
+  multiply_steps<kMTiles, kFull>(a_rows, local, steps, acc,
+                                 [&](auto step, int j, uint32_t& b0, uint32_t& b1) {
+                                   constexpr int kStep = decltype(step)::value;
+                                   affine_fragment<kBits, kStep>(tile, j, halves[j][kStep / 2], b0, b1);
+                                 });
 }
 
 __device__ __forceinline__ void store(const DecodeParams& p, int64_t row, int64_t col, float value) {
@@ -217,8 +221,12 @@ __global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<kBits, kMTiles>)
     if (t + kSlots - 1 < tiles)
       source.copy(ring + ((t + kSlots - 1) % kSlots) * kSlotBytes<kBits>, p, kt0 + t + kSlots - 1);
     copy_commit();
-    const int steps = static_cast<int>(min(int64_t{4}, (p.k - (kt0 + t) * kTileK) / 16));
-    multiply_tile<kBits, kMTiles>(tile, tile_packed, p.group_shift, a_rows, t - segment, steps, acc);
+    if (kt0 + t < p.full_tiles) {
+      multiply_tile<kBits, kMTiles, true>(tile, tile_packed, p.group_shift, a_rows, t - segment, 4, acc);
+    } else {
+      const int steps = static_cast<int>(min(int64_t{4}, (p.k - (kt0 + t) * kTileK) / 16));
+      multiply_tile<kBits, kMTiles, false>(tile, tile_packed, p.group_shift, a_rows, t - segment, steps, acc);
+    }
   }
   copy_wait<0>();
   const bool to_partial = p.splits > 1;
@@ -315,6 +323,7 @@ cudaError_t launch_matmul_decode(const MatmulArgs& launch, int64_t tiles_per_spl
   p.partial = static_cast<float*>(scratch);
   p.counters = counters;
   p.k_tiles = (p.k + kTileK - 1) / kTileK;
+  p.full_tiles = p.k / kTileK;
   p.tiles_per_split = tiles_per_split;
   p.splits = splits;
   p.x_vector = aligned(launch.x, 16) && launch.x_stride % 8 == 0 && p.k % 8 == 0;

@@ -37,6 +37,7 @@ struct DecodeParams {
   float* partial;      // fp32 [splits, rows, n] when splits > 1
   unsigned* counters;  // one per block column, zero between launches
   int64_t k_tiles;
+  int64_t full_tiles;  // k tiles wholly inside k: k / 64
   int64_t tiles_per_split;
   int splits;
   int segment_tiles;  // k tiles of x (and of the scale-bias table) staged in shared memory at a time
@@ -210,6 +211,13 @@ __device__ __forceinline__ void affine_fragment(const WeightTile<kBits>& tile, i
 template <int kBits>
 constexpr bool kPackable = kBits == 2 || kBits == 4;
 
+// (a & mask) | bits in one instruction (ptxas leaves the and and the or of constants apart).
+__device__ __forceinline__ uint32_t and_or(uint32_t a, uint32_t mask, uint32_t bits) {
+  uint32_t d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;\n" : "=r"(d) : "r"(a), "r"(mask), "r"(bits));
+  return d;
+}
+
 // The lane's codes of k step kStep of column tile j as bf16 pairs 128 + q, (2t, 2t + 1) in p0 and
 // (2t + 8, 2t + 9) in p1 (the lower k in the low half).
 template <int kBits, int kStep>
@@ -223,13 +231,13 @@ __device__ __forceinline__ void magic_pairs(const WeightTile<kBits>& tile, int j
     const uint32_t first = __byte_perm(word_of<(2 * kStep) % 4>(tile.chunk[j][kStep / 2]), 0u, 0x4440u | t);
     const uint32_t second =
         __byte_perm(word_of<(2 * kStep + 1) % 4>(tile.chunk[j][kStep / 2]), 0u, 0x4440u | t);
-    p0 = ((first * 0x1001u) & 0x000f000fu) | kMagic;
-    p1 = ((second * 0x1001u) & 0x000f000fu) | kMagic;
+    p0 = and_or(first * 0x1001u, 0x000f000fu, kMagic);
+    p1 = and_or(second * 0x1001u, 0x000f000fu, kMagic);
   } else {
     // Word s holds k 16s..16s+15; after >> 4t the lane's codes sit at bits 0, 2, 16 and 18.
     const uint32_t x = word_of<kStep>(tile.chunk[j][0]) >> (4 * t);
-    p0 = (x & 0x3u) | ((x << 14) & 0x30000u) | kMagic;
-    p1 = ((x >> 16) & 0x3u) | ((x >> 2) & 0x30000u) | kMagic;
+    p0 = and_or(x, 0x3u, and_or(x << 14, 0x30000u, kMagic));
+    p1 = and_or(x >> 16, 0x3u, and_or(x >> 2, 0x30000u, kMagic));
   }
 }
 
@@ -240,17 +248,32 @@ __device__ __forceinline__ uint32_t packed_pair(uint32_t magic, uint32_t scale_p
   return fma_bf16x2(scale_pair, q, bias_pair);
 }
 
+// Each half-row's scale and bias as bf16 pairs (the same value in both halves), for packed_fragment.
+struct PackedPairs {
+  uint32_t scale[kDecodeNTiles][2], bias[kDecodeNTiles][2];
+};
+
+template <int kBits>
+__device__ __forceinline__ PackedPairs packed_pairs(const WeightTile<kBits>& tile) {
+  PackedPairs pairs;
+#pragma unroll
+  for (int j = 0; j < kDecodeNTiles; ++j)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      pairs.scale[j][half] = __byte_perm(tile.scale_bias[j][half], 0u, 0x1010u);
+      pairs.bias[j][half] = __byte_perm(tile.scale_bias[j][half], 0u, 0x3232u);
+    }
+  return pairs;
+}
+
 // b0 and b1 of k step kStep of column tile j where every half-row of the tile is single_rounding_exact.
 template <int kBits, int kStep>
-__device__ __forceinline__ void packed_fragment(const WeightTile<kBits>& tile, int j, uint32_t& b0,
-                                                uint32_t& b1) {
-  const uint32_t scale_bias = tile.scale_bias[j][kStep / 2];
-  const uint32_t scale_pair = __byte_perm(scale_bias, 0u, 0x1010u);
-  const uint32_t bias_pair = __byte_perm(scale_bias, 0u, 0x3232u);
+__device__ __forceinline__ void packed_fragment(const WeightTile<kBits>& tile, const PackedPairs& pairs,
+                                                int j, uint32_t& b0, uint32_t& b1) {
   uint32_t p0, p1;
   magic_pairs<kBits, kStep>(tile, j, p0, p1);
-  b0 = packed_pair(p0, scale_pair, bias_pair);
-  b1 = packed_pair(p1, scale_pair, bias_pair);
+  b0 = packed_pair(p0, pairs.scale[j][kStep / 2], pairs.bias[j][kStep / 2]);
+  b1 = packed_pair(p1, pairs.scale[j][kStep / 2], pairs.bias[j][kStep / 2]);
 }
 
 }  // namespace plumb::cuda::matmul
