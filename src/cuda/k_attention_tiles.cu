@@ -14,8 +14,8 @@ namespace attention {
 
 namespace {
 
-constexpr int kKeyPad =
-    8;  // bf16 after each staged key row: neighbouring lanes' rows start 16 bytes apart in the banks
+// bf16 after each staged key row, so that neighbouring lanes' rows start 16 bytes apart in the banks.
+constexpr int kKeyPad = 8;
 constexpr size_t kStaticTileBytes = 8 << 10;  // at least score_tile_kernel's static shared memory
 
 // The block's rows: tile blockIdx.z of the chunk (tiles of params.tile_rows rows, none crossing a segment),
@@ -132,7 +132,8 @@ __device__ void dot_lanes(const float* q, const uint16_t* key0, const uint16_t* 
 }
 
 // The tile's rows of the partition's key or value cache, columns column0 .. column0 + width - 1 (8-aligned),
-// into rows of `stride` bf16; positions no row of the tile sees are left alone.
+// into rows of `stride` bf16; positions outside the rows' span (the lowest first key to the highest position)
+// are left alone.
 __device__ void stage_cache(const Params& params, const TileRows& tile, const uint16_t* cache, int64_t part,
                             int column0, int width, int stride, int kv_head, uint16_t* staged) {
   const int pieces = width / 8;
