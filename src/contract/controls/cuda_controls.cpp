@@ -99,6 +99,19 @@ class SampleOwnPosition final : public CudaControl {
   ops::DeviceTensor shifted_;
 };
 
+// The real device attention, with the score scale off by 2^-8 in calls whose segments average 8 rows or more,
+// those that take the tiled kernels (k_attention_tiles.cu): a tiled path that scales its scores otherwise
+// than the per-row path. Gate 2 compares those rows with the same rows alone.
+class AttentionTiledScale final : public CudaControl {
+ public:
+  using CudaControl::CudaControl;
+  void attention(const ops::AttentionLaunch& launch) override {
+    ops::AttentionLaunch moved = launch;
+    if (launch.rows >= 8 * launch.segment_count) moved.scale = launch.scale * (1.0f + 0x1p-8f);
+    ForwardingBackend::attention(moved);
+  }
+};
+
 template <class Variant>
 Control on_cuda(std::string name, std::string form, Gate gate, std::string wrong) {
   Control control = planted<Variant>(std::move(name), std::move(form), gate, std::move(wrong));
@@ -121,6 +134,10 @@ void register_cuda_controls(Registry& registry) {
   list.push_back(
       on_cuda<SampleOwnPosition>("sample/own-position-cuda", "sample/logits-f32", Gate::shapes,
                                  "the device draw keyed by the row's position, not the drawn token's"));
+  list.push_back(on_cuda<AttentionTiledScale>("attention/tiled-scale-cuda", "attention/12b-sliding",
+                                              Gate::invariant,
+                                              "scales the scores of prompt-sized calls, which take the tiled "
+                                              "kernels, by 1 + 2^-8"));
   list.push_back(on_cuda<MatmulBf16Accumulator>("matmul/bf16-accumulator-cuda", "matmul/12b-k-global-f16",
                                                 Gate::stress,
                                                 "a device kernel that rounds the running sum to bf16"));
