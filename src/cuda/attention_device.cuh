@@ -227,10 +227,9 @@ __device__ float ordered_sum(const Term& term, int n) {
 }
 
 // k_attention_tiles.cu: whether a chunk's rows may take the tiled kernels (vector rows, head_dim a multiple
-// of 16, the block's shared memory within the device's), its dynamic shared memory, and the launches that
-// write the same scores and stats as score_kernel and, for split rows, the same partials as values_kernel.
+// of 16, the block's shared memory within the device's), and the launches that write the same scores and
+// stats as score_kernel and, for split rows, the same partials as values_kernel.
 bool tiles_fit(const Params& params, size_t shared_optin);
-size_t tile_score_bytes(const Params& params);
 cudaError_t launch_score_tiles(const Params& params, cudaStream_t stream);
 cudaError_t launch_value_tiles(const Params& params, cudaStream_t stream);
 

@@ -286,16 +286,17 @@ unsigned walk_blocks(const Params& params) {
   return static_cast<unsigned>(params.span + 1);
 }
 
+// score_tile_kernel's dynamic shared memory: the slots' queries as fp32 and a partition of padded key rows.
+size_t tile_score_bytes(const Params& params) {
+  return static_cast<size_t>(kSlots) * params.head_dim * sizeof(float) +
+         static_cast<size_t>(kPart) * (params.head_dim + kKeyPad) * sizeof(uint16_t);
+}
+
 }  // namespace
 
 bool tiles_fit(const Params& params, size_t shared_optin) {
   return params.rows_vector && params.q_vector && params.head_dim % kLanes == 0 &&
          tile_score_bytes(params) + kStaticTileBytes <= shared_optin;
-}
-
-size_t tile_score_bytes(const Params& params) {
-  return static_cast<size_t>(kSlots) * params.head_dim * sizeof(float) +
-         static_cast<size_t>(kPart) * (params.head_dim + kKeyPad) * sizeof(uint16_t);
 }
 
 cudaError_t launch_score_tiles(const Params& params, cudaStream_t stream) {
