@@ -1,10 +1,10 @@
 // out = x · Wᵀ for up to 32 rows (decode steps and small batches) of MLX affine weights: the same sums in the
 // same order as k_matmul.cu (each K split's k16 mma steps in ascending order from zero, splits added in split
 // order, one rounding to bf16 or none for f32), so a row's bits never depend on which kernel or how many rows
-// ran it (I1). Each warp streams 16 weight columns of one K split through a ring of shared-memory slots
-// filled by cp.async several tiles ahead, and dequantizes them in registers into mma fragments
-// (k_matmul_fragments.cuh), with two bf16x2 fmas a pair of codes on tiles where one rounding gives the
-// reference's bits; x and the split's scales and biases are staged per block in shared memory. With
+// ran it (I1). Each warp streams 16 weight columns of one K split, with their scales and biases, through a
+// ring of shared-memory slots filled by cp.async several tiles ahead, and dequantizes them in registers into
+// mma fragments (k_matmul_fragments.cuh): on tiles where one rounding gives the reference's bits, one
+// bf16x2 fma a pair of 4-bit codes (two for 2-bit codes or large scales); x is staged per block. With
 // several splits, the block that finishes a column strip last (a counter per strip) adds the splits' partial
 // sums in split order, so no second launch is needed. bf16 weights take the tiled kernel, which streams them
 // faster at these row counts (65% against 45% of the copy bound at 1 row, measured on the H200).
@@ -21,14 +21,6 @@ namespace matmul {
 namespace {
 
 constexpr int64_t kSegmentBytes = 32 * 1024;  // x staged per block at a time, so that two blocks fit an SM
-constexpr int64_t kTableBytes = 32 * 1024;    // scale-bias table staged per block at a time
-constexpr int kTableRowWords = kDecodeWarpCols * 2;  // one warp's tile: [16 columns][2 halves]
-static_assert(kTableRowWords == 32, "a warp's lanes fill one table row");
-
-// Bytes of the table rows' packed flags, rounded up so that x stays 16-byte aligned.
-__host__ __device__ constexpr int flag_bytes(int segment_tiles) {
-  return (kDecodeWarps * segment_tiles + 15) / 16 * 16;
-}
 
 // Rows of x for k tiles [kt, kt + tiles) into shared memory (row stride row_bytes, zeros past k).
 __device__ void stage_x(char* shared, const DecodeParams& p, int64_t kt, int tiles, int row_bytes) {
@@ -46,34 +38,6 @@ __device__ void stage_x(char* shared, const DecodeParams& p, int64_t kt, int til
     }
   }
   copy_commit();
-}
-
-// The scale-bias table of tiles [kt, kt + tiles): row (warp * segment_tiles + tile) holds the warp's [16
-// columns][2 halves] of scale | bias << 16 (zero for halves past k, as their codes), and packed[row] says
-// whether every half of the row is single_rounding_exact. Thread (warp, lane) fills entry `lane` of its own
-// warp's rows, so one vote gives the row's flag.
-__device__ void stage_scales(uint32_t* table, uint8_t* packed, const DecodeParams& p, int64_t kt, int tiles) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t n = min(blockIdx.x * int64_t{kDecodeBlockCols} + warp * kDecodeWarpCols + lane / 2, p.n - 1);
-  const uint16_t* scales = p.scales + n * p.groups;
-  const uint16_t* biases = p.biases + n * p.groups;
-#pragma unroll 2
-  for (int tile = 0; tile < tiles; ++tile) {
-    const int64_t k_half = (kt + tile) * kTileK + (lane % 2) * 32;
-    uint32_t entry = 0u;
-    bool exact = true;
-    if (k_half < p.k) {
-      const int64_t group = k_half >> p.group_shift;
-      const uint32_t scale = __ldg(scales + group), bias = __ldg(biases + group);
-      entry = scale | bias << 16;
-      exact = single_rounding_exact(bf16_value(static_cast<uint16_t>(scale)),
-                                    bf16_value(static_cast<uint16_t>(bias)));
-    }
-    const int row = warp * p.segment_tiles + tile;
-    table[row * kTableRowWords + lane] = entry;
-    const bool all = __all_sync(0xffffffffu, exact);
-    if (lane == 0) packed[row] = all ? 1 : 0;
-  }
 }
 
 // acc += x[:, tile] · W[tile columns]ᵀ for k16 step kStep of the tile (if it is one of the tile's `steps`
@@ -105,16 +69,26 @@ __device__ __forceinline__ void multiply_steps(const uint32_t (&a_rows)[kMTiles]
   multiply_step<kMTiles, 3, kFull>(a_rows, local, steps, acc, fragment);
 }
 
-// The tile's four k16 steps in order (kFull: all four inside k): with bf16x2 fmas where the table says every
-// half-row of the tile allows one rounding, the scale and bias pairs made once per tile, else through f32
-// with the half-rows' scales, biases and forms read once per tile.
+// The tile's four k16 steps in order (kFull: all four inside k), in the tile's form (k_matmul_fragments.cuh):
+// subnormal or packed pairs made once per tile, else through f32 with the half-rows' scales, biases and
+// forms read once per tile.
 template <int kBits, int kMTiles, bool kFull>
-__device__ __forceinline__ void multiply_tile(const WeightTile<kBits>& tile, bool packed, int group_shift,
+__device__ __forceinline__ void multiply_tile(const WeightTile<kBits>& tile, TileForm form, int group_shift,
                                               const uint32_t (&a_rows)[kMTiles], int local, int steps,
                                               float (&acc)[kMTiles][kDecodeNTiles][4]) {
+  if constexpr (kBits == 4) {
+    if (form == TileForm::subnormal) {
+      const PackedPairs pairs = packed_pairs<kBits>(tile, kSubnormalScaleOffset);
+      multiply_steps<kMTiles, kFull>(a_rows, local, steps, acc,
+                                     [&](auto step, int j, uint32_t& b0, uint32_t& b1) {
+                                       subnormal_fragment<decltype(step)::value>(tile, pairs, j, b0, b1);
+                                     });
+      return;
+    }
+  }
   if constexpr (kPackable<kBits>) {
-    if (packed) {
-      const PackedPairs pairs = packed_pairs<kBits>(tile);
+    if (form == TileForm::packed) {
+      const PackedPairs pairs = packed_pairs<kBits>(tile, 0u);
       multiply_steps<kMTiles, kFull>(a_rows, local, steps, acc,
                                      [&](auto step, int j, uint32_t& b0, uint32_t& b1) {
                                        packed_fragment<kBits, decltype(step)::value>(tile, pairs, j, b0, b1);
@@ -180,12 +154,14 @@ __global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<kBits, kMTiles>)
   const int64_t kt0 = split * p.tiles_per_split;
   const int tiles = static_cast<int>(min(kt0 + p.tiles_per_split, p.k_tiles) - kt0);
   const int row_bytes = p.segment_tiles * 128 + 16;
-  // Shared memory: the codes ring ([warps][slots][slot bytes]), the scale-bias table, its packed flags, x.
+  // Shared memory: the ring ([warps][slots][slot bytes]), then x.
   char* ring = shared + warp * kSlots * kSlotBytes<kBits>;
-  uint32_t* table = reinterpret_cast<uint32_t*>(shared + kDecodeWarps * kSlots * kSlotBytes<kBits>);
-  uint8_t* packed = reinterpret_cast<uint8_t*>(table + kDecodeWarps * p.segment_tiles * kTableRowWords);
-  char* x_rows = reinterpret_cast<char*>(packed) + flag_bytes(p.segment_tiles);
+  char* x_rows = shared + kDecodeWarps * kSlots * kSlotBytes<kBits>;
   const CodeSource<kBits> source(p, col0);
+  uint32_t odd_row[kDecodeNTiles];  // parity of the first scale element of the lane's columns
+#pragma unroll
+  for (int j = 0; j < kDecodeNTiles; ++j)
+    odd_row[j] = static_cast<uint32_t>(min(col0 + j * 8 + lane / 4, p.n - 1) * p.groups) & 1u;
   // The lane's ldmatrix rows of x; rows past p.rows read row p.rows - 1, as an mma row's sums depend on its
   // own row of x alone and those rows are never stored.
   uint32_t a_rows[kMTiles];
@@ -206,26 +182,24 @@ __global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<kBits, kMTiles>)
       if (t > 0) __syncthreads();
       segment = t;
       const int staged = min(p.segment_tiles, tiles - t);
-      stage_scales(table, packed, p, kt0 + t, staged);
       stage_x(x_rows, p, kt0 + t, staged, row_bytes);
       copy_wait<0>();
       __syncthreads();
     }
     copy_wait<kSlots - 2>();
     __syncwarp();
-    const int row = warp * p.segment_tiles + (t - segment);
     WeightTile<kBits> tile;
-    read_tile<kBits>(tile, ring + (t % kSlots) * kSlotBytes<kBits>, table + row * kTableRowWords);
-    const bool tile_packed = packed[row] != 0;
+    read_tile<kBits>(tile, ring + (t % kSlots) * kSlotBytes<kBits>, odd_row, kt0 + t, p.group_shift);
     __syncwarp();  // every lane has read the slot the next copy refills
     if (t + kSlots - 1 < tiles)
       source.copy(ring + ((t + kSlots - 1) % kSlots) * kSlotBytes<kBits>, p, kt0 + t + kSlots - 1);
     copy_commit();
+    const TileForm form = tile_form<kBits>(tile, p.group_shift);
     if (kt0 + t < p.full_tiles) {
-      multiply_tile<kBits, kMTiles, true>(tile, tile_packed, p.group_shift, a_rows, t - segment, 4, acc);
+      multiply_tile<kBits, kMTiles, true>(tile, form, p.group_shift, a_rows, t - segment, 4, acc);
     } else {
       const int steps = static_cast<int>(min(int64_t{4}, (p.k - (kt0 + t) * kTileK) / 16));
-      multiply_tile<kBits, kMTiles, false>(tile, tile_packed, p.group_shift, a_rows, t - segment, steps, acc);
+      multiply_tile<kBits, kMTiles, false>(tile, form, p.group_shift, a_rows, t - segment, steps, acc);
     }
   }
   copy_wait<0>();
@@ -252,13 +226,9 @@ template <int kBits, int kMTiles>
 cudaError_t run_decode(DecodeParams p, cudaStream_t stream) {
   auto kernel = decode_kernel<kBits, kMTiles>;
   const int64_t x_tiles = (kSegmentBytes / std::max<int64_t>(p.rows, 1) - 32) / 128;
-  const int64_t table_tiles = kTableBytes / (kDecodeWarps * kTableRowWords * 4);
-  p.segment_tiles =
-      static_cast<int>(std::max<int64_t>(1, std::min({p.tiles_per_split, x_tiles, table_tiles})));
+  p.segment_tiles = static_cast<int>(std::max<int64_t>(1, std::min(p.tiles_per_split, x_tiles)));
   const size_t ring = size_t{kDecodeWarps} * kRingSlots<kBits> * kSlotBytes<kBits>;
-  const size_t table = size_t{kDecodeWarps} * p.segment_tiles * kTableRowWords * 4;
-  const size_t shared = ring + table + flag_bytes(p.segment_tiles) +
-                        static_cast<size_t>(p.rows * (p.segment_tiles * 128 + 16) + 16);
+  const size_t shared = ring + static_cast<size_t>(p.rows * (p.segment_tiles * 128 + 16) + 16);
   if (shared > 48 * 1024) {
     const cudaError_t code =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared));
@@ -294,9 +264,9 @@ bool aligned(const void* pointer, uintptr_t bytes) {
 bool matmul_decode_supports(const WeightArgs& weight) {
   if (!weight.affine) return false;
   const bool bits = weight.bits == 2 || weight.bits == 4 || weight.bits == 8;
-  // Whole 16-byte code chunks per row, and 2-byte aligned scale and bias tensors.
+  // Whole 16-byte code chunks per row, and scale and bias tensors copied by aligned 4-byte words.
   return bits && weight.in * weight.bits % 128 == 0 && matmul::aligned(weight.packed, 16) &&
-         matmul::aligned(weight.scales, 2) && matmul::aligned(weight.biases, 2);
+         matmul::aligned(weight.scales, 4) && matmul::aligned(weight.biases, 4);
 }
 
 cudaError_t launch_matmul_decode(const MatmulArgs& launch, int64_t tiles_per_split, int splits, void* scratch,

@@ -1,11 +1,11 @@
 #pragma once
 // Weight fragments of the decode matmul (k_matmul_decode.cu) for MLX affine weights: each warp's 16 columns
-// of codes are copied a 64-wide k tile at a time into a ring of shared-memory slots (cp.async, several tiles
-// ahead, so the bytes in flight do not depend on registers), and each 32-wide half-row's scale and bias come
-// from a table the block stages with x. From there lane (g, t) of a warp builds the B operand registers of
-// mma.sync m16n8k16 (column g's k pairs (2t, 2t + 1) in b0 and (2t + 8, 2t + 9) in b1 of each 16-wide k step,
-// the layout ldmatrix gives the tiled kernel), dequantizing in registers to bf16(scale * q + bias), the value
-// k_matmul_tiles.cuh writes to shared memory.
+// of codes, with the 4-byte words holding their scales and biases, are copied a 64-wide k tile at a time
+// into a ring of shared-memory slots (cp.async, several tiles ahead, so the bytes in flight do not depend on
+// registers). From there lane (g, t) of a warp builds the B operand registers of mma.sync m16n8k16 (column
+// g's k pairs (2t, 2t + 1) in b0 and (2t + 8, 2t + 9) in b1 of each 16-wide k step, the layout ldmatrix gives
+// the tiled kernel), dequantizing in registers to bf16(scale * q + bias), the value k_matmul_tiles.cuh
+// writes to shared memory.
 #include <cstdint>
 
 #include "cuda/k_matmul_tiles.cuh"
@@ -40,21 +40,29 @@ struct DecodeParams {
   int64_t full_tiles;  // k tiles wholly inside k: k / 64
   int64_t tiles_per_split;
   int splits;
-  int segment_tiles;  // k tiles of x (and of the scale-bias table) staged in shared memory at a time
+  int segment_tiles;  // k tiles of x staged in shared memory at a time
   bool x_vector;
 };
 
 // Bytes of one warp's codes for one 64-wide k tile: 16 columns of 64 codes.
 template <int kBits>
-constexpr int kSlotBytes = kDecodeWarpCols* kTileK* kBits / 8;
+constexpr int kCodeBytes = kDecodeWarpCols* kTileK* kBits / 8;
+
+// The scale and bias words after a slot's codes: [half of the tile][scales, biases][16 columns].
+constexpr int kWordBytes = 2 * 2 * kDecodeWarpCols * 4;
+
+template <int kBits>
+constexpr int kSlotBytes = kCodeBytes<kBits> + kWordBytes;
 
 // Ring slots per warp: about 4 KiB of codes in flight per warp whatever the width.
 template <int kBits>
-constexpr int kRingSlots = 4096 / kSlotBytes<kBits>;
+constexpr int kRingSlots = 4096 / kCodeBytes<kBits>;
 
-// Each lane's share of copying a warp's tile of codes: 16-byte chunks, column by column, with the source
-// row computed once per block. Absent columns copy the last column (their sums are never stored); chunks past
-// k are zero.
+// Each lane's share of copying a warp's tile: 16-byte chunks of codes, column by column, and one word of
+// scales (lanes 0-15) or biases (lanes 16-31) for its column and each half of the tile: the aligned 4-byte
+// word holding the half's element, as the tiled kernel copies it (k_matmul_tiles.cuh). Source rows are
+// computed once per block. Absent columns copy the last column (their sums are never stored); chunks past k
+// are zero, and so are the words of a second half past k.
 template <int kBits>
 struct CodeSource {
   static constexpr int kPerColumn = kBits / 2;  // 64 codes of kBits bits in 16-byte chunks
@@ -62,6 +70,9 @@ struct CodeSource {
   static constexpr int kCopies = (kChunks + 31) / 32;
   const uint32_t* chunk[kCopies];  // the chunk's words in tile 0
   int k_offset[kCopies];           // the chunk's first code within a tile
+  const uint16_t* elements;        // the lane's scale or bias array
+  int64_t row_element;             // its column's first element
+  int64_t last_element;            // the array's last element
 
   __device__ __forceinline__ CodeSource(const DecodeParams& p, int64_t col0) {
     const int lane = threadIdx.x % 32;
@@ -71,6 +82,9 @@ struct CodeSource {
       chunk[i] = p.packed + min(col0 + column, p.n - 1) * p.row_words + 4 * c;
       k_offset[i] = c * (128 / kBits);
     }
+    elements = lane < kDecodeWarpCols ? p.scales : p.biases;
+    row_element = min(col0 + lane % kDecodeWarpCols, p.n - 1) * p.groups;
+    last_element = p.n * p.groups - 1;
   }
 
   // Queues the copy of tile `kt` into `slot`.
@@ -83,6 +97,21 @@ struct CodeSource {
       const bool present = kt * kTileK + k_offset[i] < p.k;
       copy16(slot + q * 16, present ? chunk[i] + kt * 2 * kBits : chunk[i], present);
     }
+    uint32_t* words = reinterpret_cast<uint32_t*>(slot + kCodeBytes<kBits>);
+    copy_word(words + lane, p, kt * kTileK);
+    // Groups of 32 give the tile's second half a group of its own.
+    if (p.group_shift == 5) copy_word(words + 2 * kDecodeWarpCols + lane, p, kt * kTileK + 32);
+  }
+
+  __device__ __forceinline__ void copy_word(uint32_t* target, const DecodeParams& p, int64_t k_half) const {
+    const int64_t e = row_element + (k_half >> p.group_shift);
+    if (k_half >= p.k) {
+      *target = 0u;
+    } else if (e == last_element && (e & 1) == 0) {
+      *target = elements[e];  // the aligned word holding the very last element would reach past the array
+    } else {
+      copy4(target, elements + (e & ~int64_t{1}), true);
+    }
   }
 };
 
@@ -94,19 +123,33 @@ struct WeightTile {
   uint32_t scale_bias[kDecodeNTiles][2];
 };
 
-// Reads the lane's codes of a tile from its ring slot, and its scales and biases from the table row of the
-// tile ([16 columns][2 halves], scale | bias << 16).
+// Reads the lane's codes of a tile from its ring slot, and each half's scale | bias << 16 from the slot's
+// words: the element's half of its aligned word (odd elements sit in the high half). odd_row[j] is the
+// parity of the first element of column tile j's row.
 template <int kBits>
-__device__ __forceinline__ void read_tile(WeightTile<kBits>& tile, const char* slot, const uint32_t* table) {
+__device__ __forceinline__ void read_tile(WeightTile<kBits>& tile, const char* slot,
+                                          const uint32_t (&odd_row)[kDecodeNTiles], int64_t kt,
+                                          int group_shift) {
   const int g = threadIdx.x % 32 / 4;
+  const uint32_t* words = reinterpret_cast<const uint32_t*>(slot + kCodeBytes<kBits>);
 #pragma unroll
   for (int j = 0; j < kDecodeNTiles; ++j) {
     const int column = j * 8 + g;
 #pragma unroll
     for (int c = 0; c < kBits / 2; ++c)
       tile.chunk[j][c] = *reinterpret_cast<const uint4*>(slot + (column * (kBits / 2) + c) * 16);
-    tile.scale_bias[j][0] = table[column * 2];
-    tile.scale_bias[j][1] = table[column * 2 + 1];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (h == 1 && group_shift != 5) {  // groups of 64 or more: both halves share one group
+        tile.scale_bias[j][1] = tile.scale_bias[j][0];
+        continue;
+      }
+      const uint32_t* half = words + h * 2 * kDecodeWarpCols;
+      const uint32_t group = static_cast<uint32_t>((kt * kTileK + 32 * h) >> group_shift);
+      const bool odd = ((group ^ odd_row[j]) & 1u) != 0;
+      tile.scale_bias[j][h] =
+          __byte_perm(half[column], half[kDecodeWarpCols + column], odd ? 0x7632 : 0x5410);
+    }
   }
 }
 
@@ -123,11 +166,13 @@ constexpr int code_position(int bits, int slot) {
   return bits == 2 ? (slot / 2) * 16 + (slot % 2) * 2 : (slot % 2) * bits;
 }
 
-// ops::affine_single_rounding_exact (src/ops/affine.hpp, enumerated by tests/ops/test_affine_rounding.cpp):
-// one rounding of scale * q + bias to bf16 equals bf16(f32(scale * q) + bias) for every code.
-__device__ __forceinline__ bool single_rounding_exact(float scale, float bias) {
-  const float s = fabsf(scale), b = fabsf(bias);
-  return s >= 0x1p-100f && s < 0x1p100f && b < 0x1p100f && (b == 0.0f || b >= s * 0x1p-15f);
+// ops::affine_single_rounding_exact (src/ops/affine.hpp, enumerated by tests/ops/test_affine_rounding.cpp)
+// on the bits of scale | bias << 16: one rounding of scale * q + bias to bf16 equals bf16(f32(scale * q) +
+// bias) for every code where 2^-100 <= |scale| < 2^100, |bias| < 2^100 and bias is 0 or |bias| >= |scale| *
+// 2^-15 (magnitudes of bf16 order as their bits; |scale| * 2^-15 is the scale's bits less 15 << 7).
+__device__ __forceinline__ bool single_rounding_exact(uint32_t scale_bias) {
+  const uint32_t s = scale_bias & 0x7fffu, b = scale_bias >> 16 & 0x7fffu;
+  return s >= 0x0d80u && s < 0x7180u && b < 0x7180u && (b == 0u || b + 0x0780u >= s);
 }
 
 // d = a * b + c on bf16 pairs, rounded once.
@@ -253,14 +298,15 @@ struct PackedPairs {
   uint32_t scale[kDecodeNTiles][2], bias[kDecodeNTiles][2];
 };
 
+// scale_offset is added to each scale pair's bits (subnormal_fragment's exponent shifts; 0 for packed).
 template <int kBits>
-__device__ __forceinline__ PackedPairs packed_pairs(const WeightTile<kBits>& tile) {
+__device__ __forceinline__ PackedPairs packed_pairs(const WeightTile<kBits>& tile, uint32_t scale_offset) {
   PackedPairs pairs;
 #pragma unroll
   for (int j = 0; j < kDecodeNTiles; ++j)
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      pairs.scale[j][half] = __byte_perm(tile.scale_bias[j][half], 0u, 0x1010u);
+      pairs.scale[j][half] = __byte_perm(tile.scale_bias[j][half], 0u, 0x1010u) + scale_offset;
       pairs.bias[j][half] = __byte_perm(tile.scale_bias[j][half], 0u, 0x3232u);
     }
   return pairs;
@@ -274,6 +320,65 @@ __device__ __forceinline__ void packed_fragment(const WeightTile<kBits>& tile, c
   magic_pairs<kBits, kStep>(tile, j, p0, p1);
   b0 = packed_pair(p0, pairs.scale[j][kStep / 2], pairs.bias[j][kStep / 2]);
   b1 = packed_pair(p1, pairs.scale[j][kStep / 2], pairs.bias[j][kStep / 2]);
+}
+
+// The subnormal form of 4-bit codes: byte t of a word holds the lane's codes q0 (low nibble) and q1 (high
+// nibble); copied to bytes 0 and 2 and masked, they are the bf16 bits of q0 * 2^-133 and q1 * 2^-129 (the
+// subnormals and the first normal binade are spaced 2^-133 alike). One fma with the scale pair (scale *
+// 2^133, scale * 2^129) then gives scale * q + bias rounded once: the products are exact, and the shifted
+// scales are exact normal bf16 values while 2^-100 <= |scale| < 2^-5.
+constexpr uint32_t kSubnormalScaleOffset = (133u << 7) | (129u << 23);
+
+__device__ __forceinline__ uint32_t subnormal_pair(uint32_t word, uint32_t selector, uint32_t scale_pair,
+                                                   uint32_t bias_pair) {
+  return fma_bf16x2(scale_pair, __byte_perm(word, 0u, selector) & 0x00f0000fu, bias_pair);
+}
+
+// Byte t of the word into bytes 0 and 2 of the result, zeros elsewhere.
+__device__ __forceinline__ uint32_t subnormal_selector() {
+  return 0x4040u | (threadIdx.x % 4) * 0x0101u;
+}
+
+// b0 and b1 of k step kStep of column tile j of 4-bit codes, from subnormal pairs.
+template <int kStep>
+__device__ __forceinline__ void subnormal_fragment(const WeightTile<4>& tile, const PackedPairs& pairs, int j,
+                                                   uint32_t& b0, uint32_t& b1) {
+  const uint32_t selector = subnormal_selector();
+  const uint4& chunk = tile.chunk[j][kStep / 2];
+  b0 = subnormal_pair(word_of<(2 * kStep) % 4>(chunk), selector, pairs.scale[j][kStep / 2],
+                      pairs.bias[j][kStep / 2]);
+  b1 = subnormal_pair(word_of<(2 * kStep + 1) % 4>(chunk), selector, pairs.scale[j][kStep / 2],
+                      pairs.bias[j][kStep / 2]);
+}
+
+// Whether subnormal_pair gives bf16(f32(scale * q) + bias) for every 4-bit code: single_rounding_exact
+// with |scale| < 2^-5, so that scale * 2^133 stays a finite bf16.
+__device__ __forceinline__ bool subnormal_exact(uint32_t scale_bias) {
+  return single_rounding_exact(scale_bias) && (scale_bias & 0x7fffu) < 0x3d00u;
+}
+
+// How a tile's codes become weights, decided for the whole warp: subnormal pairs where every half-row of
+// every lane allows them (4-bit), packed pairs where every one is single_rounding_exact (2- and 4-bit), else
+// through f32 with two roundings.
+enum class TileForm { f32, packed, subnormal };
+
+template <int kBits>
+__device__ __forceinline__ TileForm tile_form(const WeightTile<kBits>& tile, int group_shift) {
+  if constexpr (!kPackable<kBits>) {
+    return TileForm::f32;
+  } else {
+    bool exact = true, subnormal = true;
+#pragma unroll
+    for (int j = 0; j < kDecodeNTiles; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        if (h == 1 && group_shift != 5) continue;  // the same group as half 0
+        exact = exact && single_rounding_exact(tile.scale_bias[j][h]);
+        subnormal = subnormal && subnormal_exact(tile.scale_bias[j][h]);
+      }
+    if (!__all_sync(0xffffffffu, exact)) return TileForm::f32;
+    return kBits == 4 && __all_sync(0xffffffffu, subnormal) ? TileForm::subnormal : TileForm::packed;
+  }
 }
 
 }  // namespace plumb::cuda::matmul

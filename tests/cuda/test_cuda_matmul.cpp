@@ -209,37 +209,40 @@ struct AffineCase {
 };
 
 // The decode kernel's rows equal the tiled kernel's, bit for bit, for each affine format it takes, for one
-// and several K splits, splits longer than the x and scale table it stages at once, shapes off the tile grid
-// (absent columns, a k tail), and f32 output.
+// and several K splits, splits longer than the x it stages at once, shapes off the tile grid (absent
+// columns, a k tail, odd group counts), and f32 output; weights of spread 1 give scales above 2^-5 (packed
+// pairs), weights of spread 0.05 scales below it (subnormal pairs for 4-bit codes).
 TEST(CudaMatmul, DecodeKernelGivesTheTiledKernelsBits) {
   PLUMB_GPU_OR_SKIP();
   ASSERT_NE(decode_gpu(), nullptr);
   ASSERT_NE(tiled_gpu(), nullptr);
-  for (const AffineCase c :
-       {AffineCase{4096, 3840, 4, 64}, AffineCase{4096, 3840, 8, 128}, AffineCase{4096, 3840, 2, 32},
-        AffineCase{3840, 15360, 4, 64}, AffineCase{3840, 15360, 2, 32}, AffineCase{150, 640, 4, 32},
-        AffineCase{130, 544, 4, 32}, AffineCase{262, 256, 8, 64}, AffineCase{33000, 2304, 4, 64}}) {
-    const Values w = ops::testing::random_bf16(71, c.out * c.in, -1, 1);
-    const Values x = ops::testing::random_bf16(72, 32 * c.in, -2, 2);
-    const std::vector<float> floats(w.begin(), w.end());
-    const auto weight_on = [&](ops::Backend& backend) {
-      return testing::affine_weight(backend, ops::affine_quantize(floats, c.out, c.in, c.bits, c.group),
-                                    c.out, c.in, c.bits, c.group);
-    };
-    const testing::DeviceWeight tiled = weight_on(*tiled_gpu()), decode = weight_on(*decode_gpu());
-    for (int64_t rows : {1, 2, 7, 16, 17, 31, 32}) {
-      const Values part(x.begin(), x.begin() + rows * c.in);
-      const std::string what =
-          fmt::format("decode {}x{} bits {} group {}: {} rows", c.out, c.in, c.bits, c.group, rows);
-      testing::expect_same_bits(what, run_matmul(*decode_gpu(), decode.weight, part, rows),
-                                run_matmul(*tiled_gpu(), tiled.weight, part, rows), 2);
-      if (rows == 17)
-        testing::expect_same_bits(what + " f32",
-                                  run_matmul(*decode_gpu(), decode.weight, part, rows, DType::f32),
-                                  run_matmul(*tiled_gpu(), tiled.weight, part, rows, DType::f32), 4);
-      if (::testing::Test::HasFailure()) return;
+  for (const float spread : {1.0f, 0.05f})
+    for (const AffineCase c :
+         {AffineCase{4096, 3840, 4, 64}, AffineCase{4096, 3840, 8, 128}, AffineCase{4096, 3840, 2, 32},
+          AffineCase{3840, 15360, 4, 64}, AffineCase{3840, 15360, 2, 32}, AffineCase{150, 640, 4, 32},
+          AffineCase{130, 544, 4, 32}, AffineCase{262, 256, 8, 64}, AffineCase{33000, 2304, 4, 64},
+          AffineCase{131, 320, 4, 64}}) {
+      const Values w = ops::testing::random_bf16(71, c.out * c.in, -spread, spread);
+      const Values x = ops::testing::random_bf16(72, 32 * c.in, -2, 2);
+      const std::vector<float> floats(w.begin(), w.end());
+      const auto weight_on = [&](ops::Backend& backend) {
+        return testing::affine_weight(backend, ops::affine_quantize(floats, c.out, c.in, c.bits, c.group),
+                                      c.out, c.in, c.bits, c.group);
+      };
+      const testing::DeviceWeight tiled = weight_on(*tiled_gpu()), decode = weight_on(*decode_gpu());
+      for (int64_t rows : {1, 2, 7, 16, 17, 31, 32}) {
+        const Values part(x.begin(), x.begin() + rows * c.in);
+        const std::string what = fmt::format("decode {}x{} bits {} group {} spread {}: {} rows", c.out, c.in,
+                                             c.bits, c.group, spread, rows);
+        testing::expect_same_bits(what, run_matmul(*decode_gpu(), decode.weight, part, rows),
+                                  run_matmul(*tiled_gpu(), tiled.weight, part, rows), 2);
+        if (rows == 17)
+          testing::expect_same_bits(what + " f32",
+                                    run_matmul(*decode_gpu(), decode.weight, part, rows, DType::f32),
+                                    run_matmul(*tiled_gpu(), tiled.weight, part, rows, DType::f32), 4);
+        if (::testing::Test::HasFailure()) return;
+      }
     }
-  }
 }
 
 // bf16(scale * q + bias) rounded once from the exact value, as a packed bf16x2 fma would give it.
@@ -252,48 +255,53 @@ float round_once(double exact) {
 
 // Groups where one rounding of scale * q + bias differs from the reference's two (a bias below 2^-24 of
 // scale * q at a bf16 midpoint), biases of -0 and scales too large for the fma form, sprinkled over the
-// weight: the decode kernel takes its f32 path for their tiles and still gives the tiled kernel's bits.
+// columns of every third warp: the decode kernel takes its f32 path for their tiles, and packed (spread 1)
+// or subnormal (spread 0.05) pairs for the other warps' tiles, and still gives the tiled kernel's bits.
 TEST(CudaMatmul, DecodeKernelKeepsTwoRoundingsWhereOneWouldDiffer) {
   PLUMB_GPU_OR_SKIP();
   ASSERT_NE(decode_gpu(), nullptr);
   ASSERT_NE(tiled_gpu(), nullptr);
-  for (const AffineCase c :
-       {AffineCase{1024, 3840, 4, 64}, AffineCase{1024, 3840, 4, 32}, AffineCase{1024, 3840, 2, 32}}) {
-    const Values w = ops::testing::random_bf16(73, c.out * c.in, -1, 1);
-    ops::AffineTensor q =
-        ops::affine_quantize(std::vector<float>(w.begin(), w.end()), c.out, c.in, c.bits, c.group);
-    const int64_t groups = c.in / c.group;
-    int64_t differing = 0;
-    for (int64_t e = 0; e < c.out * groups; ++e) {
-      if (e % 7 == 3) {
-        q.scales[e] = f32_to_bf16(1.0078125f);  // 3 * scale is a bf16 midpoint
-        q.biases[e] = f32_to_bf16(-0x1p-26f);
-        for (int64_t j = 0; j < c.group; ++j) {
-          const uint32_t code = ops::affine_code(q.packed.data() + e / groups * (c.in * c.bits / 32),
-                                                 e % groups * c.group + j, c.bits);
-          const double exact = 1.0078125 * code - 0x1p-26;
-          differing += round_once(exact) != ops::affine_value(q.scales[e], q.biases[e], code);
+  for (const float spread : {1.0f, 0.05f})
+    for (const AffineCase c :
+         {AffineCase{1024, 3840, 4, 64}, AffineCase{1024, 3840, 4, 32}, AffineCase{1024, 3840, 2, 32}}) {
+      const Values w = ops::testing::random_bf16(73, c.out * c.in, -spread, spread);
+      ops::AffineTensor q =
+          ops::affine_quantize(std::vector<float>(w.begin(), w.end()), c.out, c.in, c.bits, c.group);
+      const int64_t groups = c.in / c.group;
+      int64_t differing = 0;
+      for (int64_t e = 0; e < c.out * groups; ++e) {
+        if (e / groups % 48 >= 16) continue;  // warps 1 and 2 of every three keep their pairs' form
+        if (e % 7 == 3) {
+          q.scales[e] = f32_to_bf16(1.0078125f);  // 3 * scale is a bf16 midpoint
+          q.biases[e] = f32_to_bf16(-0x1p-26f);
+          for (int64_t j = 0; j < c.group; ++j) {
+            const uint32_t code = ops::affine_code(q.packed.data() + e / groups * (c.in * c.bits / 32),
+                                                   e % groups * c.group + j, c.bits);
+            const double exact = 1.0078125 * code - 0x1p-26;
+            differing += round_once(exact) != ops::affine_value(q.scales[e], q.biases[e], code);
+          }
+        } else if (e % 17 == 1) {
+          q.biases[e] = 0x8000;  // -0
+        } else if (e % 23 == 2) {
+          q.scales[e] = f32_to_bf16(0x1p101f);
         }
-      } else if (e % 17 == 1) {
-        q.biases[e] = 0x8000;  // -0
-      } else if (e % 23 == 2) {
-        q.scales[e] = f32_to_bf16(0x1p101f);
+      }
+      ASSERT_GT(differing, 0) << "the planted groups must hold codes where one rounding differs";
+      const testing::DeviceWeight tiled =
+          testing::affine_weight(*tiled_gpu(), q, c.out, c.in, c.bits, c.group);
+      const testing::DeviceWeight decode =
+          testing::affine_weight(*decode_gpu(), q, c.out, c.in, c.bits, c.group);
+      const Values x = ops::testing::random_bf16(74, 17 * c.in, -2, 2);
+      for (int64_t rows : {1, 7, 17}) {
+        const Values part(x.begin(), x.begin() + rows * c.in);
+        const std::string what =
+            fmt::format("decode {}x{} bits {} group {} spread {} with planted groups: {} rows", c.out, c.in,
+                        c.bits, c.group, spread, rows);
+        testing::expect_same_bits(what, run_matmul(*decode_gpu(), decode.weight, part, rows),
+                                  run_matmul(*tiled_gpu(), tiled.weight, part, rows), 2);
+        if (::testing::Test::HasFailure()) return;
       }
     }
-    ASSERT_GT(differing, 0) << "the planted groups must hold codes where one rounding differs";
-    const testing::DeviceWeight tiled = testing::affine_weight(*tiled_gpu(), q, c.out, c.in, c.bits, c.group);
-    const testing::DeviceWeight decode =
-        testing::affine_weight(*decode_gpu(), q, c.out, c.in, c.bits, c.group);
-    const Values x = ops::testing::random_bf16(74, 17 * c.in, -2, 2);
-    for (int64_t rows : {1, 7, 17}) {
-      const Values part(x.begin(), x.begin() + rows * c.in);
-      const std::string what = fmt::format("decode {}x{} bits {} group {} with planted groups: {} rows",
-                                           c.out, c.in, c.bits, c.group, rows);
-      testing::expect_same_bits(what, run_matmul(*decode_gpu(), decode.weight, part, rows),
-                                run_matmul(*tiled_gpu(), tiled.weight, part, rows), 2);
-      if (::testing::Test::HasFailure()) return;
-    }
-  }
 }
 
 }  // namespace
