@@ -2,9 +2,15 @@
 
 #include <cuda_runtime.h>
 
+#include <array>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "cuda/check.hpp"
+#include "cuda/dependent_launch.cuh"
 #include "cuda/launchers.hpp"
 
 namespace plumb::cuda {
@@ -95,6 +101,27 @@ Result<DeviceInfo> select_device(int index) {
                     fmt::format("compute capability {}", targets_text(targets)), got);
   }
   return info;
+}
+
+bool dependent_launch_supported() {
+  // PLUMB_CUDA_DEPENDENT_LAUNCH=0 queues every kernel in plain stream order (to measure what overlap gives).
+  static const bool allowed = [] {
+    const char* value = std::getenv("PLUMB_CUDA_DEPENDENT_LAUNCH");
+    return value == nullptr || std::strcmp(value, "0") != 0;
+  }();
+  int device = 0;
+  if (!allowed || cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return false;
+  static std::array<std::atomic<int>, 64> known{};  // 0 not asked yet, 1 no, 2 yes
+  int state = known[static_cast<size_t>(device)].load(std::memory_order_relaxed);
+  if (state == 0) {
+    int major = 0;
+    state =
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && major >= 9
+            ? 2
+            : 1;
+    known[static_cast<size_t>(device)].store(state, std::memory_order_relaxed);
+  }
+  return state == 2;
 }
 
 }  // namespace plumb::cuda

@@ -17,6 +17,7 @@
 
 #include "cuda/attention_device.cuh"
 #include "cuda/bf16.cuh"
+#include "cuda/dependent_launch.cuh"
 #include "cuda/launchers.hpp"
 #include "ops/attention_bucket.hpp"
 
@@ -93,6 +94,7 @@ __device__ float finish_dot(const float (&lanes)[kHalfLanes]) {
 // One block per (partition, kv head and chunk of its query heads, row); two threads per key position.
 template <int H, bool kVector>
 __global__ void __launch_bounds__(kThreads) score_kernel(Params params) {
+  wait_for_previous_kernel();
   extern __shared__ float4 dynamic_shared[];
   float* q_shared = reinterpret_cast<float*>(dynamic_shared);  // [H][head_dim]
   __shared__ float scores[H][kPart];
@@ -145,6 +147,7 @@ __device__ float2 normalizer(const Params& params, int64_t row_head, int parts) 
 
 // Split rows' m and l, made once per (row, head) for all their values blocks: a warp per head.
 __global__ void __launch_bounds__(kThreads) normalize_kernel(Params params) {
+  wait_for_previous_kernel();
   const int64_t r = blockIdx.y;
   const int head = static_cast<int>(blockIdx.x) * kWarps + static_cast<int>(threadIdx.x) / 32;
   if (head >= params.heads) return;
@@ -175,6 +178,7 @@ __device__ void normalizers(const Params& params, const RowKeys& row, int64_t he
 // One block per (partition or whole row, kv head, chunk of its heads and strip of columns, row).
 template <int H, bool kVector>
 __global__ void __launch_bounds__(kThreads) values_kernel(Params params) {
+  wait_for_previous_kernel();
   __shared__ __align__(16) float weights[H][kPart];
   __shared__ __align__(16) uint16_t tile[kPart][kColumns];
   __shared__ float top[H], total[H];
@@ -216,6 +220,7 @@ __global__ void __launch_bounds__(kThreads) values_kernel(Params params) {
 
 // The split partials of each (row, head, column) added in partition order.
 __global__ void __launch_bounds__(kThreads) merge_kernel(Params params) {
+  wait_for_previous_kernel();
   const int64_t r = blockIdx.y;
   const int head = static_cast<int>(blockIdx.x) / params.column_chunks;
   const int d =
@@ -332,8 +337,9 @@ cudaError_t launch_scores(Params params, const DeviceLimits& limits, cudaStream_
     if (code != cudaSuccess) return code;
   }
   const auto kv_heads = static_cast<unsigned>(params.kv_heads);
-  score<<<dim3(params.span, kv_heads * params.head_chunks, static_cast<unsigned>(params.rows)), kThreads,
-          shared, stream>>>(params);
+  launch_dependent(score,
+                   dim3(params.span, kv_heads * params.head_chunks, static_cast<unsigned>(params.rows)),
+                   kThreads, shared, stream, params);
   return cudaGetLastError();
 }
 
@@ -347,8 +353,8 @@ cudaError_t launch_values(Params params, const DeviceLimits& limits, cudaStream_
   const Kernel values = values_heads == 16  ? values_kernel_of<16>(params.rows_vector)
                         : values_heads == 4 ? values_kernel_of<4>(params.rows_vector)
                                             : values_kernel_of<1>(params.rows_vector);
-  values<<<dim3(value_parts, kv_heads * params.head_chunks * params.column_chunks, rows), kThreads, 0,
-           stream>>>(params);
+  launch_dependent(values, dim3(value_parts, kv_heads * params.head_chunks * params.column_chunks, rows),
+                   kThreads, 0, stream, params);
   return cudaGetLastError();
 }
 
@@ -360,11 +366,13 @@ cudaError_t run_chunk(Params params, const DeviceLimits& limits, cudaStream_t st
   cudaError_t code = tiled ? launch_score_tiles(params, stream) : launch_scores(params, limits, stream);
   if (code != cudaSuccess) return code;
   if (!params.whole)
-    normalize_kernel<<<dim3((params.heads + kWarps - 1) / kWarps, rows), kThreads, 0, stream>>>(params);
+    launch_dependent(normalize_kernel, dim3((params.heads + kWarps - 1) / kWarps, rows), kThreads, 0, stream,
+                     params);
   code = tiled && !params.whole ? launch_value_tiles(params, stream) : launch_values(params, limits, stream);
   if (code != cudaSuccess) return code;
   if (!params.whole)
-    merge_kernel<<<dim3(params.heads * params.column_chunks, rows), kThreads, 0, stream>>>(params);
+    launch_dependent(merge_kernel, dim3(params.heads * params.column_chunks, rows), kThreads, 0, stream,
+                     params);
   return cudaGetLastError();
 }
 

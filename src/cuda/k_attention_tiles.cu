@@ -6,6 +6,7 @@
 // them instead of once per row. Tiles never cross a segment; a block walks the absolute partitions its rows
 // see, and each row keeps its own window within them.
 #include "cuda/attention_device.cuh"
+#include "cuda/dependent_launch.cuh"
 #include "cuda/launchers.hpp"
 
 namespace plumb::cuda {
@@ -151,6 +152,7 @@ __device__ void stage_cache(const Params& params, const TileRows& tile, const ui
 // One block per (partition of the walk, kv head and chunk of its heads, tile); a warp per slot at a time,
 // a lane per pair of keys (lane, lane + 32).
 __global__ void __launch_bounds__(kThreads) score_tile_kernel(Params params) {
+  wait_for_previous_kernel();
   extern __shared__ float4 dynamic_shared[];
   const int dim = params.head_dim, stride = dim + kKeyPad;
   float* q_shared = reinterpret_cast<float*>(dynamic_shared);             // [kSlots][dim]
@@ -224,6 +226,7 @@ __device__ __forceinline__ void add_keys(const float (&weights)[kSlots][kPart], 
 // Split rows' partial sums: one block per (partition of the walk, kv head, chunk of heads and strip of
 // columns, tile); a thread per column.
 __global__ void __launch_bounds__(kThreads) values_tile_kernel(Params params) {
+  wait_for_previous_kernel();
   __shared__ __align__(16) float weights[kSlots][kPart];
   __shared__ __align__(16) uint16_t tile_values[kPart][kColumns];
   __shared__ TileRows tile;
@@ -308,7 +311,7 @@ cudaError_t launch_score_tiles(const Params& params, cudaStream_t stream) {
   }
   const dim3 grid(walk_blocks(params), static_cast<unsigned>(params.kv_heads * params.head_chunks),
                   static_cast<unsigned>(params.tiles));
-  score_tile_kernel<<<grid, kThreads, shared, stream>>>(params);
+  launch_dependent(score_tile_kernel, grid, kThreads, shared, stream, params);
   return cudaGetLastError();
 }
 
@@ -316,7 +319,7 @@ cudaError_t launch_value_tiles(const Params& params, cudaStream_t stream) {
   const dim3 grid(walk_blocks(params),
                   static_cast<unsigned>(params.kv_heads * params.head_chunks * params.column_chunks),
                   static_cast<unsigned>(params.tiles));
-  values_tile_kernel<<<grid, kThreads, 0, stream>>>(params);
+  launch_dependent(values_tile_kernel, grid, kThreads, 0, stream, params);
   return cudaGetLastError();
 }
 

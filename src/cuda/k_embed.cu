@@ -3,6 +3,7 @@
 // slot = position % capacity.
 // Also the argmax (lowest index of the largest value, NaN skipped) and the probe kernel.
 #include "cuda/bf16.cuh"
+#include "cuda/dependent_launch.cuh"
 #include "cuda/launchers.hpp"
 
 namespace plumb::cuda {
@@ -32,6 +33,7 @@ __device__ __forceinline__ float table_value(const WeightArgs& table, int64_t id
 }
 
 __global__ void embed_kernel(EmbedArgs launch) {
+  wait_for_previous_kernel();
   const int64_t k = static_cast<int64_t>(blockIdx.y) * kThreads + threadIdx.x;
   const int64_t r = blockIdx.x;
   if (k >= launch.table.in) return;
@@ -63,6 +65,7 @@ static_assert(sizeof(KvWriteParams) <= 4096, "kv_write's kernel parameters excee
 
 // One block per (row, strip of kThreads elements); the row's cache is its segment's, found by bisection.
 __global__ void kv_write_kernel(KvWriteParams params) {
+  wait_for_previous_kernel();
   const int64_t k = static_cast<int64_t>(blockIdx.y) * kThreads + threadIdx.x;
   const int64_t r = blockIdx.x;
   if (k >= params.row_elements) return;
@@ -95,6 +98,7 @@ __device__ __forceinline__ Best better(Best a, Best b) {
 constexpr int kArgmaxThreads = 1024;
 
 __global__ void argmax_kernel(ArgmaxArgs launch) {
+  wait_for_previous_kernel();
   __shared__ Best warp_best[kArgmaxThreads / 32];
   const int64_t r = blockIdx.x;
   Best best{0.0f, -1};
@@ -128,7 +132,7 @@ cudaError_t probe_kernel_image() {
 cudaError_t launch_embed_rows(const EmbedArgs& launch, cudaStream_t stream) {
   if (launch.rows == 0) return cudaSuccess;
   const dim3 grid(static_cast<unsigned>(launch.rows), blocks_for(launch.table.in, kThreads));
-  embed_kernel<<<grid, kThreads, 0, stream>>>(launch);
+  launch_dependent(embed_kernel, grid, kThreads, 0, stream, launch);
   return cudaGetLastError();
 }
 
@@ -155,7 +159,7 @@ cudaError_t launch_kv_write(const KvWriteArgs& launch, cudaStream_t stream) {
     params.keys = launch.keys + first * launch.keys_stride;
     params.values = launch.values + first * launch.values_stride;
     const dim3 grid(static_cast<unsigned>(rows), blocks_for(params.row_elements, kThreads));
-    kv_write_kernel<<<grid, kThreads, 0, stream>>>(params);
+    launch_dependent(kv_write_kernel, grid, kThreads, 0, stream, params);
     if (const cudaError_t code = cudaGetLastError(); code != cudaSuccess) return code;
   }
   return cudaSuccess;
@@ -163,7 +167,7 @@ cudaError_t launch_kv_write(const KvWriteArgs& launch, cudaStream_t stream) {
 
 cudaError_t launch_argmax(const ArgmaxArgs& launch, cudaStream_t stream) {
   if (launch.rows == 0) return cudaSuccess;
-  argmax_kernel<<<static_cast<unsigned>(launch.rows), kArgmaxThreads, 0, stream>>>(launch);
+  launch_dependent(argmax_kernel, static_cast<unsigned>(launch.rows), kArgmaxThreads, 0, stream, launch);
   return cudaGetLastError();
 }
 

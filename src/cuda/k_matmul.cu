@@ -8,6 +8,7 @@
 // kernel to bf16(scale * q + bias) (k_matmul_tiles.cuh); f16 and f32 weights go to k_matmul_simt.cu.
 #include <algorithm>
 
+#include "cuda/dependent_launch.cuh"
 #include "cuda/k_matmul_tiles.cuh"
 #include "cuda/launchers.hpp"
 
@@ -36,10 +37,12 @@ template <class L, int kBits>
 __device__ void run_tiles(const Params& p, char* shared, Accumulators<L>& acc, Accumulators<L>& total,
                           int64_t m0, int64_t n0, int64_t kt0, int64_t kt1, int warp_m, int warp_n) {
   uint4* dequantized = reinterpret_cast<uint4*>(shared + L::kStages * L::kStageBytes);
-  const auto load = [&](int slot, int64_t kt) {
+  const auto load_x = [&](int slot, int64_t kt) {
+    load_rows<16 * L::kWarpsM * L::kMTiles>(reinterpret_cast<uint4*>(shared + slot * L::kStageBytes), p.x,
+                                            p.x_stride, p.rows, p.k, m0, kt * kTileK, p.x_vector);
+  };
+  const auto load_weight = [&](int slot, int64_t kt) {
     char* stage = shared + slot * L::kStageBytes;
-    load_rows<16 * L::kWarpsM * L::kMTiles>(reinterpret_cast<uint4*>(stage), p.x, p.x_stride, p.rows, p.k, m0,
-                                            kt * kTileK, p.x_vector);
     if constexpr (kBits == 0) {
       load_rows<kTileN>(reinterpret_cast<uint4*>(stage + L::kABytes), p.dense, p.k, p.n, p.k, n0, kt * kTileK,
                         p.dense_vector);
@@ -48,8 +51,13 @@ __device__ void run_tiles(const Params& p, char* shared, Accumulators<L>& acc, A
     }
   };
   const int64_t tiles = kt1 - kt0;
+  // The first stages' weights do not depend on earlier launches: queue them before waiting for those (the
+  // first commit group then holds them all with stage 0's x).
+  for (int s = 0; s < L::kStages - 1; ++s)
+    if (s < tiles) load_weight(s, kt0 + s);
+  wait_for_previous_kernel();
   for (int s = 0; s < L::kStages - 1; ++s) {
-    if (s < tiles) load(s, kt0 + s);
+    if (s < tiles) load_x(s, kt0 + s);
     copy_commit();
   }
   for (int64_t t = 0; t < tiles; ++t) {
@@ -63,7 +71,10 @@ __device__ void run_tiles(const Params& p, char* shared, Accumulators<L>& acc, A
       b_tile = dequantized;
     }
     const int64_t next = t + L::kStages - 1;
-    if (next < tiles) load(static_cast<int>(next % L::kStages), kt0 + next);
+    if (next < tiles) {
+      load_x(static_cast<int>(next % L::kStages), kt0 + next);
+      load_weight(static_cast<int>(next % L::kStages), kt0 + next);
+    }
     copy_commit();
     multiply<L>(reinterpret_cast<const uint4*>(stage), b_tile, acc, warp_m, warp_n);
     const int64_t kt = kt0 + t;
@@ -118,6 +129,7 @@ __global__ void __launch_bounds__(kThreads) matmul_kernel(Params p) {
 
 // t = partial[0]; t += partial[s] for s = 1.. in order; the same additions a single block makes.
 __global__ void reduce_kernel(Params p) {
+  wait_for_previous_kernel();
   const int64_t col = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   const int64_t row = blockIdx.y;
   if (col >= p.n) return;
@@ -161,7 +173,7 @@ cudaError_t run(const Params& p, const Plan& plan, cudaStream_t stream) {
   if (code != cudaSuccess) return code;
   const dim3 grid(static_cast<unsigned>(plan.n_tiles), static_cast<unsigned>(plan.m_tiles),
                   plan.cross ? plan.splits : 1);
-  kernel<<<grid, kThreads, L::kSharedBytes, stream>>>(p);
+  launch_dependent(kernel, grid, kThreads, L::kSharedBytes, stream, p);
   return cudaGetLastError();
 }
 
@@ -266,8 +278,8 @@ cudaError_t launch_matmul(const MatmulArgs& launch, void* scratch, unsigned* cou
     cudaError_t code = run_any(p, plan, weight.affine ? weight.bits : 0, stream);
     if (code != cudaSuccess) return code;
     if (plan.cross) {
-      reduce_kernel<<<dim3(blocks_for(p.n, kThreads), static_cast<unsigned>(p.rows)), kThreads, 0, stream>>>(
-          p);
+      launch_dependent(reduce_kernel, dim3(blocks_for(p.n, kThreads), static_cast<unsigned>(p.rows)),
+                       kThreads, 0, stream, p);
       if ((code = cudaGetLastError()) != cudaSuccess) return code;
     }
     first += p.rows;

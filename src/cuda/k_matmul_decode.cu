@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "cuda/dependent_launch.cuh"
 #include "cuda/k_matmul_fragments.cuh"
 #include "cuda/launchers.hpp"
 
@@ -175,6 +176,7 @@ __global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<kBits, kMTiles>)
     if (i < tiles) source.copy(ring + i * kSlotBytes<kBits>, p, kt0 + i);
     copy_commit();
   }
+  wait_for_previous_kernel();  // the weights above do not depend on earlier launches; x and the sums do
   float acc[kMTiles][kDecodeNTiles][4] = {};
   int segment = 0;  // the first tile of the x segment in shared memory
   for (int t = 0; t < tiles; ++t) {
@@ -235,7 +237,7 @@ cudaError_t run_decode(DecodeParams p, cudaStream_t stream) {
     if (code != cudaSuccess) return code;
   }
   const dim3 grid(blocks_for(p.n, kDecodeBlockCols), static_cast<unsigned>(p.splits));
-  kernel<<<grid, kDecodeThreads, shared, stream>>>(p);
+  launch_dependent(kernel, grid, kDecodeThreads, shared, stream, p);
   return cudaGetLastError();
 }
 

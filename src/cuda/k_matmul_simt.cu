@@ -4,6 +4,7 @@
 #include <cuda_fp16.h>
 
 #include "cuda/bf16.cuh"
+#include "cuda/dependent_launch.cuh"
 #include "cuda/launchers.hpp"
 
 namespace plumb::cuda {
@@ -13,6 +14,7 @@ namespace {
 constexpr int kWarps = 8;
 
 __global__ void matmul_simt_kernel(MatmulArgs launch) {
+  wait_for_previous_kernel();
   const int lane = threadIdx.x % 32;
   const int64_t col = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
   const int64_t row = blockIdx.y;
@@ -45,7 +47,7 @@ cudaError_t launch_matmul_simt(const MatmulArgs& launch, cudaStream_t stream) {
     part.x += first * launch.x_stride;
     part.out = static_cast<char*>(launch.out) + first * launch.out_stride * (launch.out_f32 ? 4 : 2);
     const dim3 grid(blocks_for(launch.weight.out, kWarps), static_cast<unsigned>(part.rows));
-    matmul_simt_kernel<<<grid, kWarps * 32, 0, stream>>>(part);
+    launch_dependent(matmul_simt_kernel, grid, kWarps * 32, 0, stream, part);
   }
   return cudaGetLastError();
 }

@@ -3,6 +3,7 @@
 // The sum of squares uses the CPU backend's order (element k to lane k % 16, lanes sequential, then a tree of
 // 8, 4, 2, 1) and --fmad=false, so the norm and its bf16 rounding points match it bit for bit.
 #include "cuda/bf16.cuh"
+#include "cuda/dependent_launch.cuh"
 #include "cuda/launchers.hpp"
 
 namespace plumb::cuda {
@@ -45,6 +46,7 @@ __device__ __forceinline__ float normed(const uint16_t* x, const uint16_t* weigh
 }
 
 __global__ void rms_norm_kernel(RmsNormArgs launch) {
+  wait_for_previous_kernel();
   const int64_t vector = static_cast<int64_t>(blockIdx.x) * kVectorsPerBlock + threadIdx.x / kLanes;
   const bool active = vector < launch.rows * launch.heads;
   const int64_t r = vector / launch.heads, h = vector % launch.heads;
@@ -77,6 +79,7 @@ __device__ __forceinline__ bool aligned16(const void* pointer) {
 // One block per vector for long vectors (hidden rows): the block stages x (and the weight) in shared memory
 // so the 16 lanes' sequential sums and the writes read them at shared-memory latency. Same sums, same order.
 __global__ void rms_norm_wide_kernel(RmsNormArgs launch) {
+  wait_for_previous_kernel();
   extern __shared__ float values[];  // x, then the weight
   __shared__ float inverse;
   const int64_t vector = blockIdx.x;
@@ -114,6 +117,7 @@ __global__ void rms_norm_wide_kernel(RmsNormArgs launch) {
 }
 
 __global__ void norm_rope_kernel(RopeParams params) {
+  wait_for_previous_kernel();
   const RmsNormArgs& norm = params.norm;
   const int64_t vector = static_cast<int64_t>(blockIdx.x) * kVectorsPerBlock + threadIdx.x / kLanes;
   const bool active = vector < norm.rows * norm.heads;
@@ -142,10 +146,11 @@ cudaError_t launch_rms_norm(const RmsNormArgs& launch, cudaStream_t stream) {
   if (vectors == 0) return cudaSuccess;
   const size_t wide_shared = 2 * static_cast<size_t>(launch.dim) * sizeof(float);  // x and the weight
   if (launch.dim >= kWideDim && wide_shared <= 48 * 1024) {
-    rms_norm_wide_kernel<<<static_cast<unsigned>(vectors), kWideThreads, wide_shared, stream>>>(launch);
+    launch_dependent(rms_norm_wide_kernel, static_cast<unsigned>(vectors), kWideThreads, wide_shared, stream,
+                     launch);
     return cudaGetLastError();
   }
-  rms_norm_kernel<<<blocks_for(vectors, kVectorsPerBlock), kThreads, 0, stream>>>(launch);
+  launch_dependent(rms_norm_kernel, blocks_for(vectors, kVectorsPerBlock), kThreads, 0, stream, launch);
   return cudaGetLastError();
 }
 
@@ -157,7 +162,7 @@ cudaError_t launch_norm_rope(const NormRopeArgs& launch, cudaStream_t stream) {
   params.norm = launch.norm;
   params.positions = launch.positions;
   for (int64_t i = 0; i < launch.norm.dim / 2; ++i) params.inv_freq[i] = launch.inv_freq[i];
-  norm_rope_kernel<<<blocks_for(vectors, kVectorsPerBlock), kThreads, 0, stream>>>(params);
+  launch_dependent(norm_rope_kernel, blocks_for(vectors, kVectorsPerBlock), kThreads, 0, stream, params);
   return cudaGetLastError();
 }
 

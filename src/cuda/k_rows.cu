@@ -2,6 +2,7 @@
 // add bf16(a + b); scale bf16(x * bf16(f)); geglu bf16(bf16(gelu_tanh(g)) * up) with PyTorch's tanh form;
 // soft_cap bf16(bf16(tanh(bf16(x / cap))) * cap).
 #include "cuda/bf16.cuh"
+#include "cuda/dependent_launch.cuh"
 #include "cuda/launchers.hpp"
 
 namespace plumb::cuda {
@@ -36,6 +37,7 @@ struct SoftCap {
 
 template <class Element>
 __global__ void rows_kernel(RowsArgs launch, Element element) {
+  wait_for_previous_kernel();
   const int64_t k = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (k >= launch.width) return;
   const int64_t last = min(launch.rows, static_cast<int64_t>(blockIdx.y + 1) * kRowsPerBlock);
@@ -64,7 +66,7 @@ cudaError_t launch_rows(const RowsArgs& launch, cudaStream_t stream) {
     const size_t out_size = launch.out_f32 ? 4 : 2;
     slab.out = static_cast<char*>(launch.out) + first * launch.out_stride * out_size;
     const dim3 grid(blocks_for(launch.width, kThreads), blocks_for(slab.rows, kRowsPerBlock));
-    rows_kernel<<<grid, kThreads, 0, stream>>>(slab, Element{});
+    launch_dependent(rows_kernel<Element>, grid, kThreads, 0, stream, slab, Element{});
   }
   return cudaGetLastError();
 }

@@ -8,6 +8,7 @@
 #include <cooperative_groups.h>
 
 #include "cuda/bf16.cuh"
+#include "cuda/dependent_launch.cuh"
 #include "cuda/launchers.hpp"
 #include "ops/keyed_draw.hpp"
 
@@ -353,6 +354,7 @@ __device__ __forceinline__ bool draws_greedily(const ops::SampleParams& p, const
 
 // Kernel 1: each row's summary; a greedy row's id is its draw.
 __global__ void PLUMB_ROW_CLUSTER __launch_bounds__(kThreads) summary_kernel(SampleArgs a) {
+  wait_for_previous_kernel();
   __shared__ Shared s;
   RowGroup group;
   const Slice slice = group_slice(a, group);
@@ -367,6 +369,7 @@ __global__ void PLUMB_ROW_CLUSTER __launch_bounds__(kThreads) summary_kernel(Sam
 constexpr int kWeightThreads = 256;
 
 __global__ void __launch_bounds__(kWeightThreads) weight_kernel(SampleArgs a) {
+  wait_for_previous_kernel();
   const int64_t row = blockIdx.y;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kWeightThreads + threadIdx.x;
   const ops::SampleParams p = a.params[row];
@@ -381,6 +384,7 @@ __global__ void __launch_bounds__(kWeightThreads) weight_kernel(SampleArgs a) {
 
 // Kernel 3: top-k, top-p, min-p and the draw, for the rows that draw.
 __global__ void PLUMB_ROW_CLUSTER __launch_bounds__(kThreads, 2) select_kernel(SampleArgs a) {
+  wait_for_previous_kernel();
   __shared__ Shared s;
   RowGroup group;
   const Slice slice = group_slice(a, group);

@@ -1,0 +1,43 @@
+#pragma once
+// Programmatic dependent launch (sm_90): a kernel queued with launch_dependent may start before the kernel
+// ahead of it in the stream has finished. Every kernel calls wait_for_previous_kernel() before it reads
+// anything an earlier launch wrote or writes anything an earlier launch may still read; before that it may
+// only read what no launch writes (weights). The wait returns once the kernel ahead has finished and its
+// writes are visible (and that one waited for its own predecessor first), so every result is that of plain
+// stream order: no sum changes, graph == eager holds. After the wait the kernel lets the next one's blocks
+// start on whatever the SMs have free, where they queue their first weights and wait in turn.
+#include <cuda_runtime.h>
+
+#include <utility>
+
+namespace plumb::cuda {
+
+__device__ __forceinline__ void wait_for_previous_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+// Whether the current device runs dependent launches (compute capability 9.0 or later).
+bool dependent_launch_supported();
+
+template <class... Params, class... Args>
+cudaError_t launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes,
+                             cudaStream_t stream, Args&&... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = shared_bytes;
+  config.stream = stream;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  if (dependent_launch_supported()) {
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+  }
+  return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
+
+}  // namespace plumb::cuda
