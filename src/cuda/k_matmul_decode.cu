@@ -158,11 +158,13 @@ __global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<kBits, kMTiles>)
   // Shared memory: the ring ([warps][slots][slot bytes]), then x.
   char* ring = shared + warp * kSlots * kSlotBytes<kBits>;
   char* x_rows = shared + kDecodeWarps * kSlots * kSlotBytes<kBits>;
-  const CodeSource<kBits> source(p, col0);
-  uint32_t odd_row[kDecodeNTiles];  // parity of the first scale element of the lane's columns
+  CodeSource<kBits> source(p, col0, kt0);
+  // Bit j: the parity of the first scale element of the lane's column in column tile j (odd only where the
+  // group count is odd).
+  uint32_t odd_rows = 0;
 #pragma unroll
   for (int j = 0; j < kDecodeNTiles; ++j)
-    odd_row[j] = static_cast<uint32_t>(min(col0 + j * 8 + lane / 4, p.n - 1) * p.groups) & 1u;
+    odd_rows |= static_cast<uint32_t>(min(col0 + j * 8 + lane / 4, p.n - 1) & p.groups & 1) << j;
   // The lane's ldmatrix rows of x; rows past p.rows read row p.rows - 1, as an mma row's sums depend on its
   // own row of x alone and those rows are never stored.
   uint32_t a_rows[kMTiles];
@@ -173,7 +175,7 @@ __global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<kBits, kMTiles>)
     // One commit group per tile (empty past the split), so tile t's copy is done once kSlots - 2 are pending.
 #pragma unroll
   for (int i = 0; i < kSlots - 1; ++i) {
-    if (i < tiles) source.copy(ring + i * kSlotBytes<kBits>, p, kt0 + i);
+    if (i < tiles) source.copy_next(ring + i * kSlotBytes<kBits>, p);
     copy_commit();
   }
   wait_for_previous_kernel();  // the weights above do not depend on earlier launches; x and the sums do
@@ -191,10 +193,9 @@ __global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<kBits, kMTiles>)
     copy_wait<kSlots - 2>();
     __syncwarp();
     WeightTile<kBits> tile;
-    read_tile<kBits>(tile, ring + (t % kSlots) * kSlotBytes<kBits>, odd_row, kt0 + t, p.group_shift);
+    read_tile<kBits>(tile, ring + (t % kSlots) * kSlotBytes<kBits>, odd_rows, kt0 + t, p.group_shift);
     __syncwarp();  // every lane has read the slot the next copy refills
-    if (t + kSlots - 1 < tiles)
-      source.copy(ring + ((t + kSlots - 1) % kSlots) * kSlotBytes<kBits>, p, kt0 + t + kSlots - 1);
+    if (t + kSlots - 1 < tiles) source.copy_next(ring + ((t + kSlots - 1) % kSlots) * kSlotBytes<kBits>, p);
     copy_commit();
     const TileForm form = tile_form<kBits>(tile, p.group_shift);
     if (kt0 + t < p.full_tiles) {
@@ -266,9 +267,12 @@ bool aligned(const void* pointer, uintptr_t bytes) {
 bool matmul_decode_supports(const WeightArgs& weight) {
   if (!weight.affine) return false;
   const bool bits = weight.bits == 2 || weight.bits == 4 || weight.bits == 8;
-  // Whole 16-byte code chunks per row, and scale and bias tensors copied by aligned 4-byte words.
+  // Whole 16-byte code chunks per row, scale and bias tensors copied by aligned 4-byte words, and k and the
+  // scale elements indexed in 32 bits.
+  const int64_t elements = weight.out * (weight.in / weight.group);
   return bits && weight.in * weight.bits % 128 == 0 && matmul::aligned(weight.packed, 16) &&
-         matmul::aligned(weight.scales, 4) && matmul::aligned(weight.biases, 4);
+         matmul::aligned(weight.scales, 4) && matmul::aligned(weight.biases, 4) &&
+         elements < (int64_t{1} << 31) && weight.in + matmul::kTileK < (int64_t{1} << 31);
 }
 
 cudaError_t launch_matmul_decode(const MatmulArgs& launch, int64_t tiles_per_split, int splits, void* scratch,

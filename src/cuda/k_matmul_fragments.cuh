@@ -68,49 +68,58 @@ struct CodeSource {
   static constexpr int kPerColumn = kBits / 2;  // 64 codes of kBits bits in 16-byte chunks
   static constexpr int kChunks = kDecodeWarpCols * kPerColumn;
   static constexpr int kCopies = (kChunks + 31) / 32;
-  const uint32_t* chunk[kCopies];  // the chunk's words in tile 0
-  int k_offset[kCopies];           // the chunk's first code within a tile
+  // The cursor moves one tile per copy, so nothing here is recomputed per tile; element indices fit 32 bits
+  // (matmul_decode_supports).
+  const uint32_t* chunk[kCopies];  // the lane's chunk in the next tile to copy
+  int chunk_k[kCopies];            // that chunk's first k
+  int tile_k;                      // the next tile's first k
   const uint16_t* elements;        // the lane's scale or bias array
-  int64_t row_element;             // its column's first element
-  int64_t last_element;            // the array's last element
+  uint32_t row_element;            // its column's first element
+  uint32_t last_element;           // the array's last element
 
-  __device__ __forceinline__ CodeSource(const DecodeParams& p, int64_t col0) {
+  __device__ __forceinline__ CodeSource(const DecodeParams& p, int64_t col0, int64_t kt0) {
     const int lane = threadIdx.x % 32;
 #pragma unroll
     for (int i = 0; i < kCopies; ++i) {
       const int q = min(lane + 32 * i, kChunks - 1), column = q / kPerColumn, c = q % kPerColumn;
-      chunk[i] = p.packed + min(col0 + column, p.n - 1) * p.row_words + 4 * c;
-      k_offset[i] = c * (128 / kBits);
+      chunk[i] = p.packed + min(col0 + column, p.n - 1) * p.row_words + 4 * c + kt0 * 2 * kBits;
+      chunk_k[i] = static_cast<int>(kt0 * kTileK) + c * (128 / kBits);
     }
+    tile_k = static_cast<int>(kt0 * kTileK);
     elements = lane < kDecodeWarpCols ? p.scales : p.biases;
-    row_element = min(col0 + lane % kDecodeWarpCols, p.n - 1) * p.groups;
-    last_element = p.n * p.groups - 1;
+    row_element = static_cast<uint32_t>(min(col0 + lane % kDecodeWarpCols, p.n - 1) * p.groups);
+    last_element = static_cast<uint32_t>(p.n * p.groups - 1);
   }
 
-  // Queues the copy of tile `kt` into `slot`.
-  __device__ __forceinline__ void copy(char* slot, const DecodeParams& p, int64_t kt) const {
+  // Queues the copy of the next tile into `slot`, and moves to the tile after it.
+  __device__ __forceinline__ void copy_next(char* slot, const DecodeParams& p) {
     const int lane = threadIdx.x % 32;
+    const int k = static_cast<int>(p.k);
 #pragma unroll
     for (int i = 0; i < kCopies; ++i) {
       const int q = lane + 32 * i;
       if (q >= kChunks) break;
-      const bool present = kt * kTileK + k_offset[i] < p.k;
-      copy16(slot + q * 16, present ? chunk[i] + kt * 2 * kBits : chunk[i], present);
+      const bool present = chunk_k[i] < k;
+      copy16(slot + q * 16, present ? chunk[i] : p.packed, present);
+      chunk[i] += 2 * kBits;
+      chunk_k[i] += kTileK;
     }
     uint32_t* words = reinterpret_cast<uint32_t*>(slot + kCodeBytes<kBits>);
-    copy_word(words + lane, p, kt * kTileK);
+    copy_word(words + lane, p, tile_k, k);
     // Groups of 32 give the tile's second half a group of its own.
-    if (p.group_shift == 5) copy_word(words + 2 * kDecodeWarpCols + lane, p, kt * kTileK + 32);
+    if (p.group_shift == 5) copy_word(words + 2 * kDecodeWarpCols + lane, p, tile_k + 32, k);
+    tile_k += kTileK;
   }
 
-  __device__ __forceinline__ void copy_word(uint32_t* target, const DecodeParams& p, int64_t k_half) const {
-    const int64_t e = row_element + (k_half >> p.group_shift);
-    if (k_half >= p.k) {
+  __device__ __forceinline__ void copy_word(uint32_t* target, const DecodeParams& p, int k_half,
+                                            int k) const {
+    const uint32_t e = row_element + (static_cast<uint32_t>(k_half) >> p.group_shift);
+    if (k_half >= k) {
       *target = 0u;
-    } else if (e == last_element && (e & 1) == 0) {
+    } else if (e == last_element && (e & 1u) == 0u) {
       *target = elements[e];  // the aligned word holding the very last element would reach past the array
     } else {
-      copy4(target, elements + (e & ~int64_t{1}), true);
+      copy4(target, elements + (e & ~1u), true);
     }
   }
 };
@@ -124,12 +133,11 @@ struct WeightTile {
 };
 
 // Reads the lane's codes of a tile from its ring slot, and each half's scale | bias << 16 from the slot's
-// words: the element's half of its aligned word (odd elements sit in the high half). odd_row[j] is the
-// parity of the first element of column tile j's row.
+// words: the element's half of its aligned word (odd elements sit in the high half). Bit j of odd_rows is
+// the parity of the first element of column tile j's row.
 template <int kBits>
-__device__ __forceinline__ void read_tile(WeightTile<kBits>& tile, const char* slot,
-                                          const uint32_t (&odd_row)[kDecodeNTiles], int64_t kt,
-                                          int group_shift) {
+__device__ __forceinline__ void read_tile(WeightTile<kBits>& tile, const char* slot, uint32_t odd_rows,
+                                          int64_t kt, int group_shift) {
   const int g = threadIdx.x % 32 / 4;
   const uint32_t* words = reinterpret_cast<const uint32_t*>(slot + kCodeBytes<kBits>);
 #pragma unroll
@@ -146,7 +154,7 @@ __device__ __forceinline__ void read_tile(WeightTile<kBits>& tile, const char* s
       }
       const uint32_t* half = words + h * 2 * kDecodeWarpCols;
       const uint32_t group = static_cast<uint32_t>((kt * kTileK + 32 * h) >> group_shift);
-      const bool odd = ((group ^ odd_row[j]) & 1u) != 0;
+      const bool odd = ((group ^ odd_rows >> j) & 1u) != 0;
       tile.scale_bias[j][h] =
           __byte_perm(half[column], half[kDecodeWarpCols + column], odd ? 0x7632 : 0x5410);
     }
