@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "cuda/k_matmul_tiles.cuh"
+#include "ops/affine.hpp"
 
 namespace plumb::cuda::matmul {
 
@@ -174,13 +175,10 @@ constexpr int code_position(int bits, int slot) {
   return bits == 2 ? (slot / 2) * 16 + (slot % 2) * 2 : (slot % 2) * bits;
 }
 
-// ops::affine_single_rounding_exact (src/ops/affine.hpp, enumerated by tests/ops/test_affine_rounding.cpp)
-// on the bits of scale | bias << 16: one rounding of scale * q + bias to bf16 equals bf16(f32(scale * q) +
-// bias) for every code where 2^-100 <= |scale| < 2^100, |bias| < 2^100 and bias is 0 or |bias| >= |scale| *
-// 2^-15 (magnitudes of bf16 order as their bits; |scale| * 2^-15 is the scale's bits less 15 << 7).
+// ops::affine_single_rounding_exact on the bits of scale | bias << 16 (src/ops/affine.hpp): one rounding of
+// scale * q + bias to bf16 equals bf16(f32(scale * q) + bias) for every code.
 __device__ __forceinline__ bool single_rounding_exact(uint32_t scale_bias) {
-  const uint32_t s = scale_bias & 0x7fffu, b = scale_bias >> 16 & 0x7fffu;
-  return s >= 0x0d80u && s < 0x7180u && b < 0x7180u && (b == 0u || b + 0x0780u >= s);
+  return ops::affine_single_rounding_exact_bits(scale_bias);
 }
 
 // d = a * b + c on bf16 pairs, rounded once.

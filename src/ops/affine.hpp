@@ -9,6 +9,12 @@
 
 #include "core/half.hpp"
 
+#if !defined(PLUMB_HD) && defined(__CUDACC__)
+#define PLUMB_HD __host__ __device__ __forceinline__
+#elif !defined(PLUMB_HD)
+#define PLUMB_HD inline
+#endif
+
 namespace plumb::ops {
 
 inline constexpr int kAffineBits[] = {2, 3, 4, 5, 6, 8};
@@ -46,6 +52,15 @@ inline bool affine_single_rounding_exact(float scale, float bias) {
   const float s = std::fabs(scale), b = std::fabs(bias);
   const bool in_range = s >= 0x1p-100f && s < 0x1p100f && b < 0x1p100f;
   return in_range && (b == 0.0f || b >= s * 0x1p-15f);
+}
+
+// affine_single_rounding_exact on the bits of scale | bias << 16, as the CUDA decode matmul tests it:
+// magnitudes of bf16 order as their bits, and |scale| * 2^-15 is the scale's bits less 15 << 7 (its exponent
+// is at least 27 wherever the test gets that far). Equal to the float form for every pair
+// (tests/ops/test_affine_rounding.cpp).
+PLUMB_HD bool affine_single_rounding_exact_bits(uint32_t scale_bias) {
+  const uint32_t s = scale_bias & 0x7fffu, b = scale_bias >> 16 & 0x7fffu;
+  return s >= 0x0d80u && s < 0x7180u && b < 0x7180u && (b == 0u || b + 0x0780u >= s);
 }
 
 // Packs codes (each < 2^bits) into a row of affine_row_words(codes.size(), bits) words.

@@ -91,5 +91,24 @@ TEST(AffineRounding, ThePredicateRefusesTheSubnormalAndOverflowRanges) {
   EXPECT_FALSE(affine_single_rounding_exact(1.0f, 0x1p110f));
 }
 
+// The bits form the CUDA decode matmul uses equals the float form for every magnitude pair (signs do not
+// enter either); the device test CudaDequant.* checks the same over all 2^32 signed pairs on the GPU.
+TEST(AffineRounding, TheBitsFormEqualsTheFloatFormForEveryPair) {
+  int64_t allowed = 0;
+  for (uint32_t s = 0; s < 0x8000u; ++s) {
+    const float scale = bf16_to_f32(static_cast<uint16_t>(s));
+    for (uint32_t b = 0; b < 0x8000u; ++b) {
+      const bool by_bits = affine_single_rounding_exact_bits(s | b << 16);
+      if (by_bits != affine_single_rounding_exact(scale, bf16_to_f32(static_cast<uint16_t>(b)))) {
+        FAIL() << "scale bits " << s << ", bias bits " << b << ": expected "
+               << affine_single_rounding_exact(scale, bf16_to_f32(static_cast<uint16_t>(b))) << ", got "
+               << by_bits;
+      }
+      allowed += by_bits ? 1 : 0;
+    }
+  }
+  EXPECT_GT(allowed, int64_t{1} << 27) << "the rule must allow the common pairs";
+}
+
 }  // namespace
 }  // namespace plumb::ops
