@@ -61,9 +61,9 @@ constexpr int kRingSlots = 4096 / kCodeBytes<kBits>;
 
 // Each lane's share of copying a warp's tile: 16-byte chunks of codes, column by column, and one word of
 // scales (lanes 0-15) or biases (lanes 16-31) for its column and each half of the tile: the aligned 4-byte
-// word holding the half's element, as the tiled kernel copies it (k_matmul_tiles.cuh). Source rows are
-// computed once per block. Absent columns copy the last column (their sums are never stored); chunks past k
-// are zero, and so are the words of a second half past k.
+// word holding the half's element, as the tiled kernel copies it (k_matmul_tiles.cuh). Absent columns copy
+// the last column (their sums are never stored); chunks past k are zero, and so are the words of a second
+// half past k.
 template <int kBits>
 struct CodeSource {
   static constexpr int kPerColumn = kBits / 2;  // 64 codes of kBits bits in 16-byte chunks
@@ -299,7 +299,8 @@ __device__ __forceinline__ uint32_t packed_pair(uint32_t magic, uint32_t scale_p
   return fma_bf16x2(scale_pair, q, bias_pair);
 }
 
-// Each half-row's scale and bias as bf16 pairs (the same value in both halves), for packed_fragment.
+// Each half-row's scale and bias as bf16 pairs (the same value in both halves, the scale's exponent shifted
+// per half for subnormal_fragment), for packed_fragment and subnormal_fragment.
 struct PackedPairs {
   uint32_t scale[kDecodeNTiles][2], bias[kDecodeNTiles][2];
 };
