@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Fails on a source file over 600 lines and on clang-format drift.
+# Fails on a source file over 600 lines, on clang-format drift, and on a CUDA kernel that does not wait for
+# the kernel ahead of it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 status=0
@@ -11,6 +12,21 @@ for file in "${sources[@]}"; do
   lines=$(wc -l <"$file")
   if [ "$lines" -gt 600 ]; then
     echo "lint: file '$file' is too long; expected at most 600 lines, got $lines"
+    status=1
+  fi
+done
+# CUDA kernels may start before the kernel ahead of them ends (src/cuda/dependent_launch.cuh): each kernel
+# must wait for it, and launches go through launch_dependent (the cluster-launched draw kernels excepted).
+for file in src/cuda/*.cu; do
+  kernels=$(grep -c '__global__' "$file" || true)
+  [ "$(basename "$file")" = k_embed.cu ] && kernels=$((kernels - 1))  # probe_kernel is never launched
+  waits=$(grep -c 'wait_for_previous_kernel();' "$file" || true)
+  if [ "$waits" -lt "$kernels" ]; then
+    echo "lint: file '$file' has kernels that do not wait for the kernel ahead; expected $kernels waits, got $waits"
+    status=1
+  fi
+  if [ "$(basename "$file")" != k_sample.cu ] && grep -q '<<<' "$file"; then
+    echo "lint: file '$file' launches with <<< >>>; expected launch_dependent (src/cuda/dependent_launch.cuh)"
     status=1
   fi
 done
