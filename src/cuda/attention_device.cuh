@@ -182,6 +182,17 @@ __device__ void accumulate(const float (&weights)[H][kPart], const uint16_t (&ti
 
 constexpr unsigned kFullMask = 0xffffffffu;
 
+// The last steps of a 16-lane dot in the CPU backend's tree, from its 8 pair sums (lane l + lane l + 8):
+// + 4 apart, then (0 + 2) + (1 + 3).
+__device__ __forceinline__ float sum_pair_sums(const float (&pairs)[8]) {
+  float sum[4];
+#pragma unroll
+  for (int l = 0; l < 4; ++l) sum[l] = pairs[l] + pairs[l + 4];
+  sum[0] = sum[0] + sum[2];
+  sum[1] = sum[1] + sum[3];
+  return sum[0] + sum[1];
+}
+
 // Eight bf16 (16 bytes, lowest address first) as fp32.
 __device__ __forceinline__ void bf16x8_values(const uint4 bits, float (&out)[8]) {
   out[0] = __uint_as_float(bits.x << 16);

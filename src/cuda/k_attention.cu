@@ -81,14 +81,10 @@ __device__ void half_lanes(const float* q_shared, const uint16_t* key, int dim, 
 // The dot's tree 8, 4, 2, 1 with lanes l and l + 8 in neighbouring threads (the even one has lanes 0..7);
 // the sum is valid in the even thread. Every thread of the warp must call it.
 __device__ float finish_dot(const float (&lanes)[kHalfLanes]) {
-  float sum[kHalfLanes];
+  float pairs[kHalfLanes];
 #pragma unroll
-  for (int l = 0; l < kHalfLanes; ++l) sum[l] = lanes[l] + __shfl_down_sync(kFullMask, lanes[l], 1);
-#pragma unroll
-  for (int l = 0; l < 4; ++l) sum[l] = sum[l] + sum[l + 4];
-  sum[0] = sum[0] + sum[2];
-  sum[1] = sum[1] + sum[3];
-  return sum[0] + sum[1];
+  for (int l = 0; l < kHalfLanes; ++l) pairs[l] = lanes[l] + __shfl_down_sync(kFullMask, lanes[l], 1);
+  return sum_pair_sums(pairs);
 }
 
 // One block per (partition, kv head and chunk of its query heads, row); two threads per key position.

@@ -92,14 +92,12 @@ __device__ Slot slot_at(const Params& params, const TileRows& tile, const HeadCh
 }
 
 // The dot's 16 lanes summed in the CPU backend's tree (finish_dot in k_attention.cu): l + (l + 8), then
-// + 4, then (0 + 2) + (1 + 3).
+// sum_pair_sums.
 __device__ __forceinline__ float lane_tree(const float (&lanes)[kLanes]) {
-  float a[8], b[4];
+  float pairs[8];
 #pragma unroll
-  for (int l = 0; l < 8; ++l) a[l] = lanes[l] + lanes[l + 8];
-#pragma unroll
-  for (int l = 0; l < 4; ++l) b[l] = a[l] + a[l + 4];
-  return (b[0] + b[2]) + (b[1] + b[3]);
+  for (int l = 0; l < 8; ++l) pairs[l] = lanes[l] + lanes[l + 8];
+  return sum_pair_sums(pairs);
 }
 
 // Lanes of q · k for two keys at once: element k goes to lane k % 16, each lane adding in order of k from 0.

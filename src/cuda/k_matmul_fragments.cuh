@@ -175,12 +175,6 @@ constexpr int code_position(int bits, int slot) {
   return bits == 2 ? (slot / 2) * 16 + (slot % 2) * 2 : (slot % 2) * bits;
 }
 
-// ops::affine_single_rounding_exact on the bits of scale | bias << 16 (src/ops/affine.hpp): one rounding of
-// scale * q + bias to bf16 equals bf16(f32(scale * q) + bias) for every code.
-__device__ __forceinline__ bool single_rounding_exact(uint32_t scale_bias) {
-  return ops::affine_single_rounding_exact_bits(scale_bias);
-}
-
 // d = a * b + c on bf16 pairs, rounded once.
 __device__ __forceinline__ uint32_t fma_bf16x2(uint32_t a, uint32_t b, uint32_t c) {
   uint32_t d;
@@ -293,7 +287,8 @@ __device__ __forceinline__ void magic_pairs(const WeightTile<kBits>& tile, int j
 }
 
 // bf16(scale * q + bias) for a pair of codes given as bf16 128 + q: 128 + q - 128 is exact, then one fma
-// rounds scale * q + bias once, which equals the two roundings wherever single_rounding_exact holds.
+// rounds scale * q + bias once, which equals the two roundings wherever ops::affine_single_rounding_exact
+// holds.
 __device__ __forceinline__ uint32_t packed_pair(uint32_t magic, uint32_t scale_pair, uint32_t bias_pair) {
   const uint32_t q = fma_bf16x2(magic, 0x3f803f80u, 0xc300c300u);
   return fma_bf16x2(scale_pair, q, bias_pair);
@@ -319,7 +314,7 @@ __device__ __forceinline__ PackedPairs packed_pairs(const WeightTile<kBits>& til
   return pairs;
 }
 
-// b0 and b1 of k step kStep of column tile j where every half-row of the tile is single_rounding_exact.
+// b0 and b1 of k step kStep of column tile j where every half-row of the tile allows one rounding.
 template <int kBits, int kStep>
 __device__ __forceinline__ void packed_fragment(const WeightTile<kBits>& tile, const PackedPairs& pairs,
                                                 int j, uint32_t& b0, uint32_t& b1) {
@@ -358,14 +353,14 @@ __device__ __forceinline__ void subnormal_fragment(const WeightTile<4>& tile, co
                       pairs.bias[j][kStep / 2]);
 }
 
-// Whether subnormal_pair gives bf16(f32(scale * q) + bias) for every 4-bit code: single_rounding_exact
+// Whether subnormal_pair gives bf16(f32(scale * q) + bias) for every 4-bit code: one rounding allowed
 // with |scale| < 2^-5, so that scale * 2^133 stays a finite bf16.
 __device__ __forceinline__ bool subnormal_exact(uint32_t scale_bias) {
-  return single_rounding_exact(scale_bias) && (scale_bias & 0x7fffu) < 0x3d00u;
+  return ops::affine_single_rounding_exact_bits(scale_bias) && (scale_bias & 0x7fffu) < 0x3d00u;
 }
 
 // How a tile's codes become weights, decided for the whole warp: subnormal pairs where every half-row of
-// every lane allows them (4-bit), packed pairs where every one is single_rounding_exact (2- and 4-bit), else
+// every lane allows them (4-bit), packed pairs where every one allows one rounding (2- and 4-bit), else
 // through f32 with two roundings.
 enum class TileForm { f32, packed, subnormal };
 
@@ -380,7 +375,7 @@ __device__ __forceinline__ TileForm tile_form(const WeightTile<kBits>& tile, int
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         if (h == 1 && group_shift != 5) continue;  // the same group as half 0
-        exact = exact && single_rounding_exact(tile.scale_bias[j][h]);
+        exact = exact && ops::affine_single_rounding_exact_bits(tile.scale_bias[j][h]);
         subnormal = subnormal && subnormal_exact(tile.scale_bias[j][h]);
       }
     if (!__all_sync(0xffffffffu, exact)) return TileForm::f32;

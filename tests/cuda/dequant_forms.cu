@@ -1,9 +1,9 @@
 // Every scale and bias a bf16 pair can hold, through the decode matmul's dequantization forms
-// (src/cuda/k_matmul_fragments.cuh) on the device itself: the bits form of single_rounding_exact against
+// (src/cuda/k_matmul_fragments.cuh) on the device itself: the bits form of the one-rounding rule against
 // the float rule of ops::affine_single_rounding_exact, and wherever a form is allowed, its weights against
 // the reference bf16(f32(scale * q) + bias) for every code.
-#include "cuda/k_matmul_fragments.cuh"
 #include "cuda/dequant_forms.hpp"
+#include "cuda/k_matmul_fragments.cuh"
 
 namespace plumb::cuda::testing {
 
@@ -40,10 +40,10 @@ __global__ void enumerate_kernel(DequantFormCounts* counts) {
   for (uint32_t bias_bits = threadIdx.x; bias_bits < 65536u; bias_bits += blockDim.x) {
     const uint32_t entry = scale_bits | bias_bits << 16;
     const float bias = __uint_as_float(bias_bits << 16);
-    if (matmul::single_rounding_exact(entry) != float_rule(scale, bias))
+    if (ops::affine_single_rounding_exact_bits(entry) != float_rule(scale, bias))
       note_failure(counts, &counts->rule_mismatches, entry, 0, float_rule(scale, bias),
-                   matmul::single_rounding_exact(entry));
-    if (!matmul::single_rounding_exact(entry)) continue;
+                   ops::affine_single_rounding_exact_bits(entry));
+    if (!ops::affine_single_rounding_exact_bits(entry)) continue;
     ++exact;
     const uint32_t scale_pair = scale_bits * 0x10001u, bias_pair = bias_bits * 0x10001u;
     const bool small = matmul::subnormal_exact(entry);
