@@ -11,6 +11,7 @@
 #include "cuda/dependent_launch.cuh"
 #include "cuda/k_matmul_tiles.cuh"
 #include "cuda/launchers.hpp"
+#include "cuda/wgmma.cuh"
 
 namespace plumb::cuda {
 
@@ -26,22 +27,24 @@ namespace {
 constexpr int64_t kTargetBlocks = 256;  // also bounds the decode kernel's counters (launchers.hpp)
 constexpr int64_t kDecodeRows = 32;
 constexpr int64_t kMinTilesPerSplit = 4;
+constexpr int64_t kGroupTiles = 16;
 
 template <class L>
 using Accumulators = float[L::kMTiles][L::kNTiles][4];
 
-// Runs k tiles [kt0, kt1) through one software pipeline; at the end of each K split (every tiles_per_split
-// tiles from 0) folds acc into total (total = acc for the first split, total += acc after) and restarts acc
-// at zero.
+// Copies of one k tile's x rows and weight into a pipeline stage.
 template <class L, int kBits>
-__device__ void run_tiles(const Params& p, char* shared, Accumulators<L>& acc, Accumulators<L>& total,
-                          int64_t m0, int64_t n0, int64_t kt0, int64_t kt1, int warp_m, int warp_n) {
-  uint4* dequantized = reinterpret_cast<uint4*>(shared + L::kStages * L::kStageBytes);
-  const auto load_x = [&](int slot, int64_t kt) {
+struct StageLoads {
+  const Params& p;
+  char* shared;
+  int64_t m0, n0;
+
+  __device__ void x(int slot, int64_t kt) const {
     load_rows<16 * L::kWarpsM * L::kMTiles>(reinterpret_cast<uint4*>(shared + slot * L::kStageBytes), p.x,
                                             p.x_stride, p.rows, p.k, m0, kt * kTileK, p.x_vector);
-  };
-  const auto load_weight = [&](int slot, int64_t kt) {
+  }
+
+  __device__ void weight(int slot, int64_t kt) const {
     char* stage = shared + slot * L::kStageBytes;
     if constexpr (kBits == 0) {
       load_rows<kTileN>(reinterpret_cast<uint4*>(stage + L::kABytes), p.dense, p.k, p.n, p.k, n0, kt * kTileK,
@@ -49,17 +52,55 @@ __device__ void run_tiles(const Params& p, char* shared, Accumulators<L>& acc, A
     } else {
       load_affine<kBits>(stage + L::kABytes, p, n0, kt);
     }
-  };
-  const int64_t tiles = kt1 - kt0;
+  }
+
   // The first stages' weights do not depend on earlier launches: queue them before waiting for those (the
   // first commit group then holds them all with stage 0's x).
-  for (int s = 0; s < L::kStages - 1; ++s)
-    if (s < tiles) load_weight(s, kt0 + s);
-  wait_for_previous_kernel();
-  for (int s = 0; s < L::kStages - 1; ++s) {
-    if (s < tiles) load_x(s, kt0 + s);
-    copy_commit();
+  __device__ void prologue(int stages, int64_t kt0, int64_t tiles) const {
+    for (int s = 0; s < stages; ++s)
+      if (s < tiles) weight(s, kt0 + s);
+    wait_for_previous_kernel();
+    for (int s = 0; s < stages; ++s) {
+      if (s < tiles) x(s, kt0 + s);
+      copy_commit();
+    }
   }
+};
+
+// Whether k tile kt ends a K split (every tiles_per_split tiles from 0) or the block's range [kt0, kt1).
+__device__ __forceinline__ bool ends_split(const Params& p, int64_t kt, int64_t kt1) {
+  return (kt + 1) % p.tiles_per_split == 0 || kt + 1 == kt1;
+}
+
+// At the end of a K split: total = acc for the block's first split, total += acc after; acc restarts at zero
+// (wgmma restarts by not accumulating instead).
+template <class L, bool kRestart = true>
+__device__ __forceinline__ void fold_split(Accumulators<L>& acc, Accumulators<L>& total, bool first) {
+#pragma unroll
+  for (int mt = 0; mt < L::kMTiles; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < L::kNTiles; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        total[mt][nt][e] = first ? acc[mt][nt][e] : total[mt][nt][e] + acc[mt][nt][e];
+        if constexpr (kRestart) acc[mt][nt][e] = 0.0f;
+      }
+}
+
+// Runs k tiles [kt0, kt1) through one software pipeline of mma.sync tiles, folding each K split.
+template <class L, int kBits>
+__device__ void run_tiles(const Params& p, char* shared, Accumulators<L>& acc, Accumulators<L>& total,
+                          int64_t m0, int64_t n0, int64_t kt0, int64_t kt1, int warp_m, int warp_n) {
+  uint4* dequantized = reinterpret_cast<uint4*>(shared + L::kStages * L::kStageBytes);
+  const StageLoads<L, kBits> load{p, shared, m0, n0};
+  const int64_t tiles = kt1 - kt0;
+  load.prologue(L::kStages - 1, kt0, tiles);
+#pragma unroll
+  for (int mt = 0; mt < L::kMTiles; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < L::kNTiles; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.0f;
   for (int64_t t = 0; t < tiles; ++t) {
     copy_wait<L::kStages - 2>();
     __syncthreads();
@@ -72,40 +113,118 @@ __device__ void run_tiles(const Params& p, char* shared, Accumulators<L>& acc, A
     }
     const int64_t next = t + L::kStages - 1;
     if (next < tiles) {
-      load_x(static_cast<int>(next % L::kStages), kt0 + next);
-      load_weight(static_cast<int>(next % L::kStages), kt0 + next);
+      load.x(static_cast<int>(next % L::kStages), kt0 + next);
+      load.weight(static_cast<int>(next % L::kStages), kt0 + next);
     }
     copy_commit();
     multiply<L>(reinterpret_cast<const uint4*>(stage), b_tile, acc, warp_m, warp_n);
     const int64_t kt = kt0 + t;
-    if ((kt + 1) % p.tiles_per_split == 0 || kt + 1 == kt1) {
-      const bool first = kt / p.tiles_per_split == kt0 / p.tiles_per_split;
-#pragma unroll
-      for (int mt = 0; mt < L::kMTiles; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < L::kNTiles; ++nt)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            total[mt][nt][e] = first ? acc[mt][nt][e] : total[mt][nt][e] + acc[mt][nt][e];
-            acc[mt][nt][e] = 0.0f;
-          }
-    }
+    if (ends_split(p, kt, kt1)) fold_split<L>(acc, total, kt / p.tiles_per_split == kt0 / p.tiles_per_split);
   }
   copy_wait<0>();
+}
+
+#if PLUMB_WGMMA
+// acc += this warpgroup's 64 rows of the x tile times the weight tile over one 64-wide k tile, as four k16
+// wgmma steps in order, left in flight as one group; the first step of a K split starts from nothing.
+template <class L>
+__device__ __forceinline__ void multiply_warpgroup(const uint4* a_tile, const uint4* b_tile,
+                                                   Accumulators<L>& acc, bool split_start) {
+  const uint32_t a = shared_address(a_tile) + (threadIdx.x / 128) * 64 * kTileK * 2;
+  const uint32_t b = shared_address(b_tile);
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < kTileK / 16; ++kk)
+    wgmma_m64n128k16(acc[0], wgmma_descriptor(a + kk * 32), wgmma_descriptor(b + kk * 32),
+                     !(split_start && kk == 0));
+  wgmma_commit();
+}
+
+// The 128-row tile's pipeline on sm_90a: tile t's wgmma steps run while tile t + 1 is staged and dequantized
+// (two dequantized tiles alternate), so a stage is refilled two tiles after its multiply began, once every
+// warpgroup has waited for that multiply; kStages - 2 tiles are in flight ahead. The accumulators are touched
+// only once no step is in flight (at a split's end), else the compiler would wait for the steps there.
+template <class L, int kBits>
+__device__ void run_tiles_warpgroups(const Params& p, char* shared, Accumulators<L>& acc,
+                                     Accumulators<L>& total, int64_t m0, int64_t n0, int64_t kt0,
+                                     int64_t kt1) {
+  constexpr int kAhead = L::kStages - 2;
+  char* dequantized = shared + L::kStages * L::kStageBytes;
+  const StageLoads<L, kBits> load{p, shared, m0, n0};
+  const int64_t tiles = kt1 - kt0;
+  load.prologue(kAhead, kt0, tiles);
+  for (int64_t t = 0; t < tiles; ++t) {
+    copy_wait<kAhead - 1>();
+    fence_async_shared();
+    __syncthreads();
+    const char* stage = shared + (t % L::kStages) * L::kStageBytes;
+    const uint4* b_tile = reinterpret_cast<const uint4*>(stage + L::kABytes);
+    if constexpr (kBits != 0) {
+      uint4* tile = reinterpret_cast<uint4*>(dequantized + (t % 2) * (L::kDequantizedBytes / 2));
+      dequantize<kBits>(stage + L::kABytes, tile, p, n0, kt0 + t);
+      fence_async_shared();
+      __syncthreads();
+      b_tile = tile;
+    }
+    const int64_t kt = kt0 + t;
+    multiply_warpgroup<L>(reinterpret_cast<const uint4*>(stage), b_tile, acc,
+                          kt == kt0 || kt % p.tiles_per_split == 0);
+    const int64_t next = t + kAhead;
+    if (next < tiles) {
+      load.x(static_cast<int>(next % L::kStages), kt0 + next);
+      load.weight(static_cast<int>(next % L::kStages), kt0 + next);
+    }
+    copy_commit();
+    if (ends_split(p, kt, kt1)) {
+      wgmma_wait<0>();
+      fold_split<L, false>(acc, total, kt / p.tiles_per_split == kt0 / p.tiles_per_split);
+    } else {
+      wgmma_wait<1>();
+    }
+  }
+  wgmma_wait<0>();  // the last tile ends a split, so nothing is in flight; the compiler cannot tell
+  copy_wait<0>();
+}
+#endif
+
+struct TilePlace {
+  int64_t m_tile, n_tile;
+};
+
+// Blocks run in groups of kGroupTiles row tiles that sweep every column tile together (the grid's x is the
+// column tile, its y the row tile), so the blocks running at once share their weight tiles and x rows in L2.
+__device__ __forceinline__ TilePlace place_block() {
+  const int64_t n_tiles = gridDim.x, m_tiles = gridDim.y;
+  const int64_t block = static_cast<int64_t>(blockIdx.y) * n_tiles + blockIdx.x;
+  const int64_t group = block / (kGroupTiles * n_tiles), first = group * kGroupTiles;
+  const int64_t height = min(kGroupTiles, m_tiles - first);
+  const int64_t within = block - first * n_tiles;
+  return {first + within % height, within / height};
 }
 
 template <int kRowsTile, int kBits>
 __global__ void __launch_bounds__(kThreads) matmul_kernel(Params p) {
   using L = Layout<kRowsTile, kBits>;
-  extern __shared__ __align__(128) char shared[];
-  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * kTileN;
-  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kRowsTile;
+  extern __shared__ __align__(128) char shared_bytes[];
+  char* shared = shared_bytes;
+  if constexpr (L::kAlignBytes != 0)
+    shared += (L::kAlignBytes - shared_address(shared_bytes) % L::kAlignBytes) % L::kAlignBytes;
+  const TilePlace place = place_block();
+  const int64_t n0 = place.n_tile * kTileN;
+  const int64_t m0 = place.m_tile * kRowsTile;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int warp_m = warp / L::kWarpsN, warp_n = warp % L::kWarpsN;
-  Accumulators<L> acc = {}, total;
+  Accumulators<L> acc, total;  // run_tiles starts acc at zero; wgmma's first step of a split overwrites it
   const int64_t kt0 = p.cross ? blockIdx.z * p.tiles_per_split : 0;
   const int64_t kt1 = p.cross ? min(kt0 + p.tiles_per_split, p.k_tiles) : p.k_tiles;
-  run_tiles<L, kBits>(p, shared, acc, total, m0, n0, kt0, kt1, warp_m, warp_n);
+#if PLUMB_WGMMA
+  if constexpr (L::kWarpgroups) {
+    run_tiles_warpgroups<L, kBits>(p, shared, acc, total, m0, n0, kt0, kt1);
+  } else
+#endif
+  {
+    run_tiles<L, kBits>(p, shared, acc, total, m0, n0, kt0, kt1, warp_m, warp_n);
+  }
   const bool to_partial = p.cross && p.splits > 1;
 #pragma unroll
   for (int mt = 0; mt < L::kMTiles; ++mt)

@@ -38,22 +38,26 @@ struct Params {
   bool dense_vector;  // the dense weight allows 16-byte copies
 };
 
-// kRowsTile rows by kTileN outputs per block, eight warps; kBits 0 is a dense bf16 weight.
+// kRowsTile rows by kTileN outputs per block, eight warps; kBits 0 is a dense bf16 weight. A 128-row tile is
+// two warpgroups (wgmma.cuh): each warp holds 16 rows by all 128 columns, and two dequantized weight tiles
+// alternate so that one can be written while the tensor cores still read the other.
 template <int kRowsTile, int kBits>
 struct Layout {
-  static constexpr int kWarpsM = kRowsTile == 16 ? 1 : 2;
+  static constexpr bool kWarpgroups = kRowsTile == 128;
+  static constexpr int kWarpsM = kRowsTile == 16 ? 1 : kWarpgroups ? 8 : 2;
   static constexpr int kWarpsN = 8 / kWarpsM;
   static constexpr int kWarpRows = kRowsTile / kWarpsM;
   static constexpr int kWarpCols = kTileN / kWarpsN;
   static constexpr int kMTiles = kWarpRows / 16;
   static constexpr int kNTiles = kWarpCols / 8;
-  static constexpr int kStages = kBits == 0 ? 4 : 6;
+  static constexpr int kStages = kBits == 0 ? (kWarpgroups ? 5 : 4) : 6;
   static constexpr int kABytes = kRowsTile * kTileK * 2;
   static constexpr int kCodeWords = kTileN * 2 * kBits;  // two 32-element halves per row
   static constexpr int kBBytes = kBits == 0 ? kTileN * kTileK * 2 : (kCodeWords + kTileN * 2 * 2) * 4;
   static constexpr int kStageBytes = kABytes + kBBytes;
-  static constexpr int kDequantizedBytes = kBits == 0 ? 0 : kTileN * kTileK * 2;
-  static constexpr int kSharedBytes = kStages * kStageBytes + kDequantizedBytes;
+  static constexpr int kDequantizedBytes = kBits == 0 ? 0 : kTileN * kTileK * 2 * (kWarpgroups ? 2 : 1);
+  static constexpr int kAlignBytes = kWarpgroups ? 1024 : 0;  // wgmma's swizzle needs 1024-byte aligned tiles
+  static constexpr int kSharedBytes = kStages * kStageBytes + kDequantizedBytes + kAlignBytes;
 };
 
 // Eight consecutive bf16 values of one row, zeros past `left` or for an absent row.

@@ -1,0 +1,66 @@
+#pragma once
+// Hopper's warpgroup MMA (wgmma, sm_90a) for the 128-row matmul tile: the four warps of a warpgroup multiply
+// 64 rows of x by 128 weight rows, both K-major in shared memory in the 128-byte swizzle that
+// swizzled_chunk() writes. Each k16 step adds its 16 products to each fp32 accumulator exactly as the
+// mma.sync m16n8k16 chain of the other tiles does (measured on the H200 over 235 million outputs of seven
+// input kinds and four accumulator kinds, extremes and cancelling pairs included: 0 bits differ), so a row's
+// bits do not depend on which tile runs it (I1). Builds without sm_90a code take mma.sync for the same tile.
+#include <cstdint>
+
+#include "cuda/mma.cuh"
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define PLUMB_WGMMA 1
+#endif
+
+namespace plumb::cuda {
+
+// Shared-memory matrix descriptor: 16-byte address units, 8-row groups 1024 bytes apart, 128-byte swizzle.
+// The swizzle is a function of the address, so each tile starts 1024-byte aligned; a k16 step is 32 bytes on.
+__device__ __forceinline__ uint64_t wgmma_descriptor(uint32_t address) {
+  return uint64_t{(address & 0x3ffffu) >> 4} | uint64_t{1} << 16 | uint64_t{1024 >> 4} << 32 |
+         uint64_t{1} << 62;
+}
+
+// Orders this thread's shared-memory writes (stores, cp.async) before the tensor cores' asynchronous reads.
+__device__ __forceinline__ void fence_async_shared() {
+#if PLUMB_WGMMA
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+#if PLUMB_WGMMA
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+template <int kPending>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+}
+
+#define PLUMB_ACC4(t) "+f"(acc[t][0]), "+f"(acc[t][1]), "+f"(acc[t][2]), "+f"(acc[t][3])
+// acc = (accumulate ? acc : 0) + A[64, 16] * B[128, 16]^T; acc[t][e] is element e of n8 tile t in mma.sync's
+// C fragment of the warp's rows. Starting from nothing gives the bits of adding to +0 (measured as above).
+__device__ __forceinline__ void wgmma_m64n128k16(float (&acc)[16][4], uint64_t a, uint64_t b,
+                                                 bool accumulate) {
+  asm volatile(
+      "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, "
+      "%11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, "
+      "%31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, "
+      "%51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, accumulate, 1, 1, 0, "
+      "0;\n}\n"
+      : PLUMB_ACC4(0), PLUMB_ACC4(1), PLUMB_ACC4(2), PLUMB_ACC4(3), PLUMB_ACC4(4), PLUMB_ACC4(5),
+        PLUMB_ACC4(6), PLUMB_ACC4(7), PLUMB_ACC4(8), PLUMB_ACC4(9), PLUMB_ACC4(10), PLUMB_ACC4(11),
+        PLUMB_ACC4(12), PLUMB_ACC4(13), PLUMB_ACC4(14), PLUMB_ACC4(15)
+      : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
+}
+#undef PLUMB_ACC4
+#endif
+
+}  // namespace plumb::cuda
