@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <initializer_list>
 #include <span>
 #include <string>
 #include <vector>
@@ -157,9 +158,10 @@ void time_matmuls(CudaBackend& backend, std::vector<Layer>& stack, int64_t rows,
       2.0 * params * static_cast<double>(rows) / seconds * 1e-12);
 }
 
-// The layer matmuls at 1 to 8192 rows on the tiled kernel, and affine ones at up to 32 rows on the decode
+// The layer matmuls at each row count on the tiled kernel, and affine ones at up to 32 rows on the decode
 // kernel too.
-void bench_matmuls(CudaBackend& backend, CudaBackend& decode, int bits, double bandwidth) {
+void bench_matmuls(CudaBackend& backend, CudaBackend& decode, int bits, double bandwidth,
+                   std::initializer_list<int64_t> row_counts) {
   const int64_t shapes[7][2] = {{4096, kHidden}, {2048, kHidden}, {2048, kHidden}, {kHidden, 4096},
                                 {kFfn, kHidden}, {kFfn, kHidden}, {kHidden, kFfn}};
   const int layers = bits == 0 ? 6 : 16;
@@ -173,7 +175,7 @@ void bench_matmuls(CudaBackend& backend, CudaBackend& decode, int bits, double b
       params += static_cast<double>(shape[0] * shape[1]);
     }
   const std::string label = bits == 0 ? "bf16" : fmt::format("affine {}-bit g64", bits);
-  for (int64_t rows : {1, 8, 16, 32, 128, 2048, 8192}) {
+  for (int64_t rows : row_counts) {
     DeviceTensor x = tensor(backend, DType::bf16, {rows, kFfn}, 7);
     DeviceTensor out = tensor(backend, DType::bf16, {rows, kFfn}, 8);
     require(backend.synchronize());  // the decode backend's stream reads what this one wrote
@@ -297,7 +299,7 @@ void bench_norm(CudaBackend& backend) {
 }
 
 // Sections to run: all without arguments, else those named (matmul-bf16, matmul-4bit, attention, sample,
-// norm).
+// norm); matmul-prompt or attention-prompt alone runs only the prompt rows of the bf16 matmuls or attention.
 int run(const std::vector<std::string>& sections) {
   const auto wanted = [&](std::string_view name) {
     return sections.empty() || std::find(sections.begin(), sections.end(), name) != sections.end();
@@ -312,8 +314,17 @@ int run(const std::vector<std::string>& sections) {
              info.multiprocessors, static_cast<double>(info.global_bytes) / (1 << 30));
   const double bandwidth = copy_bandwidth(backend);
   fmt::print("device copy: {:.1f} GB/s (bytes read + written)\n", bandwidth * 1e-9);
-  if (wanted("matmul-bf16")) bench_matmuls(backend, **decode, 0, bandwidth);
-  if (wanted("matmul-4bit")) bench_matmuls(backend, **decode, 4, bandwidth);
+  const auto all_rows = {int64_t{1},   int64_t{8},    int64_t{16},  int64_t{32},
+                         int64_t{128}, int64_t{2048}, int64_t{8192}};
+  if (wanted("matmul-bf16")) bench_matmuls(backend, **decode, 0, bandwidth, all_rows);
+  if (wanted("matmul-4bit")) bench_matmuls(backend, **decode, 4, bandwidth, all_rows);
+  // Prompt rows alone (for a profiler's first launches).
+  if (sections.size() == 1 && sections[0] == "matmul-prompt")
+    bench_matmuls(backend, **decode, 0, bandwidth, {2048});
+  if (sections.size() == 1 && sections[0] == "attention-prompt") {
+    bench_attention(backend, 16, 8, 256, 1024, 2048, 2048);
+    bench_attention(backend, 16, 1, 512, 0, 2048, 2048);
+  }
   if (wanted("attention")) {
     for (int64_t rows : {1, 32}) {
       bench_attention(backend, 16, 8, 256, 1024, 140, rows);  // a short decode context, as profiled

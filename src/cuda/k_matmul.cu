@@ -35,20 +35,31 @@ using Accumulators = float[L::kMTiles][L::kNTiles][4];
 // Copies of one k tile's x rows and weight into a pipeline stage.
 template <class L, int kBits>
 struct StageLoads {
+  static constexpr int kXRows = 16 * L::kWarpsM * L::kMTiles;
   const Params& p;
   char* shared;
   int64_t m0, n0;
+  RowTileCopies<kXRows> x_copies{p.x, p.x_stride, p.rows, p.k, m0};
+  RowTileCopies<kTileN> dense_copies{p.dense, p.k, p.n, p.k, n0};
 
   __device__ void x(int slot, int64_t kt) const {
-    load_rows<16 * L::kWarpsM * L::kMTiles>(reinterpret_cast<uint4*>(shared + slot * L::kStageBytes), p.x,
-                                            p.x_stride, p.rows, p.k, m0, kt * kTileK, p.x_vector);
+    uint4* tile = reinterpret_cast<uint4*>(shared + slot * L::kStageBytes);
+    if (p.x_vector) {
+      x_copies.copy(tile, kt);
+    } else {
+      gather_rows<kXRows>(tile, p.x, p.x_stride, p.rows, p.k, m0, kt * kTileK);
+    }
   }
 
   __device__ void weight(int slot, int64_t kt) const {
     char* stage = shared + slot * L::kStageBytes;
     if constexpr (kBits == 0) {
-      load_rows<kTileN>(reinterpret_cast<uint4*>(stage + L::kABytes), p.dense, p.k, p.n, p.k, n0, kt * kTileK,
-                        p.dense_vector);
+      uint4* tile = reinterpret_cast<uint4*>(stage + L::kABytes);
+      if (p.dense_vector) {
+        dense_copies.copy(tile, kt);
+      } else {
+        gather_rows<kTileN>(tile, p.dense, p.k, p.n, p.k, n0, kt * kTileK);
+      }
     } else {
       load_affine<kBits>(stage + L::kABytes, p, n0, kt);
     }

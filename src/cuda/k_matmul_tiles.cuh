@@ -69,22 +69,58 @@ __device__ __forceinline__ uint4 gather8(const uint16_t* source, bool row_presen
                     half[6] | half[7] << 16);
 }
 
-// A [rows_tile, 64] bf16 tile of a row-major matrix into swizzled shared memory (zeros outside it).
+// A [kTileRows, 64] bf16 tile of a row-major matrix, columns col0.., into swizzled shared memory (zeros
+// outside the matrix), one element at a time: for rows or columns not 16-byte aligned.
 template <int kTileRows>
-__device__ __forceinline__ void load_rows(uint4* tile, const uint16_t* matrix, int64_t stride, int64_t rows,
-                                          int64_t cols, int64_t row0, int64_t col0, bool vector) {
+__device__ __forceinline__ void gather_rows(uint4* tile, const uint16_t* matrix, int64_t stride, int64_t rows,
+                                            int64_t cols, int64_t row0, int64_t col0) {
   for (int i = threadIdx.x; i < kTileRows * 8; i += kThreads) {
     const int r = i / 8, c = i % 8;
     const int64_t row = row0 + r, col = col0 + c * 8;
     const bool present = row < rows && col < cols;
-    const uint16_t* source = matrix + (present ? row * stride + col : 0);
-    if (vector) {
-      copy16(tile + swizzled_chunk(r, c), source, present);
-    } else {
-      tile[swizzled_chunk(r, c)] = gather8(source, present, cols - col);
-    }
+    tile[swizzled_chunk(r, c)] = gather8(matrix + (present ? row * stride + col : 0), present, cols - col);
   }
 }
+
+// The 16-byte copies one thread makes of every [kTileRows, 64] bf16 tile of a row-major matrix whose rows
+// allow them (zeros outside the matrix): the same rows and chunks at each k tile, so each row's address is
+// found once and a tile only adds its column.
+template <int kTileRows>
+class RowTileCopies {
+ public:
+  static constexpr int kCopies = (kTileRows * 8 + kThreads - 1) / kThreads;
+
+  __device__ RowTileCopies(const uint16_t* matrix, int64_t stride, int64_t rows, int64_t cols, int64_t row0)
+      : cols_(cols) {
+#pragma unroll
+    for (int j = 0; j < kCopies; ++j) {
+      const int64_t row = row0 + place(j) / 8;
+      const bool present = place(j) < kTileRows * 8 && row < rows;
+      row_start_[j] = matrix + (present ? row * stride : 0);
+      present_ |= present ? 1u << j : 0u;
+    }
+  }
+
+  // Tile kt (columns kt * 64 ..) into `tile`.
+  __device__ __forceinline__ void copy(uint4* tile, int64_t kt) const {
+#pragma unroll
+    for (int j = 0; j < kCopies; ++j) {
+      if (place(j) >= kTileRows * 8) continue;
+      const int64_t col = kt * kTileK + place(j) % 8 * 8;
+      const bool valid = (present_ >> j & 1u) != 0 && col < cols_;
+      copy16(tile + swizzled_chunk(place(j) / 8, place(j) % 8), row_start_[j] + (valid ? col : 0), valid);
+    }
+  }
+
+ private:
+  __device__ __forceinline__ static int place(int j) {
+    return static_cast<int>(threadIdx.x) + j * kThreads;
+  }
+
+  const uint16_t* row_start_[kCopies];
+  int64_t cols_;
+  uint32_t present_ = 0;
+};
 
 // The raw affine codes of a [128, 64] weight tile, plus the 4-byte words holding each half-row's scale and
 // bias.
