@@ -135,7 +135,9 @@ class MatmulForm final : public Form {
         out_dtype_(out_dtype) {
     stresses = {Inputs::zero_sum, Inputs::cancel_pairs};
     if (spec.affine()) stresses.push_back(Inputs::fractions);
-    batch_rows = {1, 3, 8};
+    // 130 rows take the backend's prompt path (CUDA: the 128-row wgmma tile), which gate 2 then compares with
+    // rows alone and in small batches (mma.sync tiles).
+    batch_rows = {1, 3, 8, 130};
     shape_rows = 2;
   }
 

@@ -1,0 +1,244 @@
+// wgmma m64n128k16 steps (src/cuda/wgmma.cuh) against the chain of mma.sync m16n8k16 steps (src/cuda/mma.cuh)
+// that the 16- to 64-row matmul tiles make, on the same bf16 operands and fp32 accumulators, bit for bit: the
+// 128-row tile may take wgmma only because the two give the same bits. Inputs cover normal values, wide and
+// extreme exponents, exactly cancelling pairs, subnormal products, signed zeros and overflow; accumulators
+// normal, +0, -0 and wide; and the first step of a K split starting from nothing (scale-d 0) against mma.sync
+// adding to +0.
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "cuda/mma.cuh"
+#include "cuda/wgmma.cuh"
+#include "cuda/wgmma_steps.hpp"
+
+namespace plumb::cuda::testing {
+
+namespace {
+
+constexpr int kM = 64, kN = 128, kK = 256;
+constexpr int kInputKinds = 9, kAccumulatorKinds = 4;
+
+__device__ uint32_t pair_at(const uint16_t* row, int k) {
+  return row[k] | static_cast<uint32_t>(row[k + 1]) << 16;
+}
+
+// out = c + a[64, K] * b[128, K]^T as mma.sync m16n8k16 steps in order of k, one 16 x 8 tile at a time.
+__global__ void mma_sync_kernel(const uint16_t* a_all, const uint16_t* b_all, const float* c_all,
+                                float* out_all) {
+  const size_t block = blockIdx.x;
+  const uint16_t* a = a_all + block * kM * kK;
+  const uint16_t* b = b_all + block * kN * kK;
+  const float* c = c_all + block * kM * kN;
+  float* out = out_all + block * kM * kN;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, r = lane / 4, q = lane % 4 * 2;
+  for (int tile = warp; tile < (kM / 16) * (kN / 8); tile += blockDim.x / 32) {
+    const int m0 = tile / (kN / 8) * 16, n0 = tile % (kN / 8) * 8;
+    float acc[4] = {c[(m0 + r) * kN + n0 + q], c[(m0 + r) * kN + n0 + q + 1], c[(m0 + r + 8) * kN + n0 + q],
+                    c[(m0 + r + 8) * kN + n0 + q + 1]};
+    for (int k0 = 0; k0 < kK; k0 += 16) {
+      const uint32_t fragment[4] = {
+          pair_at(a + (m0 + r) * kK, k0 + q), pair_at(a + (m0 + r + 8) * kK, k0 + q),
+          pair_at(a + (m0 + r) * kK, k0 + q + 8), pair_at(a + (m0 + r + 8) * kK, k0 + q + 8)};
+      mma_bf16(acc, fragment, pair_at(b + (n0 + r) * kK, k0 + q), pair_at(b + (n0 + r) * kK, k0 + q + 8));
+    }
+    out[(m0 + r) * kN + n0 + q] = acc[0];
+    out[(m0 + r) * kN + n0 + q + 1] = acc[1];
+    out[(m0 + r + 8) * kN + n0 + q] = acc[2];
+    out[(m0 + r + 8) * kN + n0 + q + 1] = acc[3];
+  }
+}
+
+// The same with one warpgroup's wgmma steps from 128-byte-swizzled shared tiles (k_matmul.cu's layout); with
+// from_nothing the first step does not accumulate and c is not read. *compiled = 1 where the build has wgmma.
+__global__ void wgmma_kernel(const uint16_t* a_all, const uint16_t* b_all, const float* c_all, float* out_all,
+                             bool from_nothing, int* compiled) {
+#if PLUMB_WGMMA
+  extern __shared__ __align__(128) char shared_bytes[];
+  char* shared = shared_bytes + (1024 - shared_address(shared_bytes) % 1024) % 1024;
+  uint4* a_tile = reinterpret_cast<uint4*>(shared);             // [64][64] bf16
+  uint4* b_tile = reinterpret_cast<uint4*>(shared + kM * 128);  // [128][64] bf16
+  const size_t block = blockIdx.x;
+  const uint16_t* a = a_all + block * kM * kK;
+  const uint16_t* b = b_all + block * kN * kK;
+  const float* c = c_all + block * kM * kN;
+  float* out = out_all + block * kM * kN;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (block == 0 && threadIdx.x == 0) *compiled = 1;
+  float acc[16][4];
+  for (int t = 0; t < 16; ++t)
+    for (int e = 0; e < 4; ++e)
+      acc[t][e] =
+          from_nothing ? NAN : c[(warp * 16 + lane / 4 + e / 2 * 8) * kN + t * 8 + lane % 4 * 2 + e % 2];
+  for (int kt = 0; kt < kK / 64; ++kt) {
+    __syncthreads();
+    for (int i = threadIdx.x; i < (kM + kN) * 8; i += blockDim.x) {
+      const int row = i / 8, chunk = i % 8;
+      const bool is_a = row < kM;
+      const uint16_t* source = is_a ? a + row * kK : b + (row - kM) * kK;
+      uint4* tile = is_a ? a_tile : b_tile;
+      tile[swizzled_chunk(is_a ? row : row - kM, chunk)] =
+          *reinterpret_cast<const uint4*>(source + kt * 64 + chunk * 8);
+    }
+    fence_async_shared();
+    __syncthreads();
+    wgmma_fence();
+    for (int kk = 0; kk < 4; ++kk)
+      wgmma_m64n128k16(acc, wgmma_descriptor(shared_address(a_tile) + kk * 32),
+                       wgmma_descriptor(shared_address(b_tile) + kk * 32),
+                       !(from_nothing && kt == 0 && kk == 0));
+    wgmma_commit();
+    wgmma_wait<0>();
+  }
+  for (int t = 0; t < 16; ++t)
+    for (int e = 0; e < 4; ++e)
+      out[(warp * 16 + lane / 4 + e / 2 * 8) * kN + t * 8 + lane % 4 * 2 + e % 2] = acc[t][e];
+#else
+  (void)a_all, (void)b_all, (void)c_all, (void)out_all, (void)from_nothing, (void)compiled;
+#endif
+}
+
+struct Rng {
+  uint64_t state;
+  uint64_t next() {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  }
+  uint16_t bits(int sign_exponent_lo, int span) {  // random sign and mantissa, exponent lo .. lo + span - 1
+    return static_cast<uint16_t>((next() & 1) << 15 | (sign_exponent_lo + next() % span) << 7 |
+                                 (next() & 127));
+  }
+  float normal() {
+    const double u = static_cast<double>(next() >> 11) * 0x1p-53 + 1e-300, v = (next() >> 11) * 0x1p-53;
+    return static_cast<float>(std::sqrt(-2 * std::log(u)) * std::cos(6.283185307179586 * v));
+  }
+};
+
+uint16_t bf16_of(float value) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, &value, 4);
+  return static_cast<uint16_t>((bits + 0x7fffu + (bits >> 16 & 1u)) >> 16);
+}
+
+// An input value of `kind` (b operands of kinds 6 to 8 are narrow, so products stay finite or exactly zero).
+uint16_t input(Rng& rng, int kind) {
+  switch (kind) {
+    case 0:
+      return bf16_of(rng.normal());
+    case 1:
+      return rng.bits(127 - 40, 81);  // exponents over 2^+-40
+    case 2:
+      return rng.bits(64, 127);  // exponents over 2^+-63
+    case 3:
+      return rng.bits(127 - 3, 7);  // narrow: cancellations (pairs made below)
+    case 4:
+      return rng.bits(0, 12);  // tiny: subnormal products
+    case 5:
+      return rng.next() % 4 == 0 ? uint16_t{0x8000} : bf16_of(rng.normal() * 1000.0f);
+    case 6:
+      return rng.bits(200, 54);  // near overflow
+    case 7:
+      return static_cast<uint16_t>((rng.next() & 1) << 15);  // signed zeros only
+    default:
+      return uint16_t{0x8000};  // -0 only
+  }
+}
+
+float accumulator(Rng& rng, int kind) {
+  switch (kind) {
+    case 0:
+      return rng.normal() * 10.0f;
+    case 1:
+      return 0.0f;
+    case 2:
+      return -0.0f;
+    default: {
+      uint32_t bits = static_cast<uint32_t>(rng.next()) & 0x807fffffu;
+      bits |= static_cast<uint32_t>(127 - 60 + rng.next() % 121) << 23;
+      float value = 0;
+      std::memcpy(&value, &bits, 4);
+      return value;
+    }
+  }
+}
+
+template <class T>
+struct DeviceBuffer {
+  T* data = nullptr;
+  explicit DeviceBuffer(size_t count) {
+    if (cudaMalloc(&data, count * sizeof(T)) != cudaSuccess) data = nullptr;
+  }
+  ~DeviceBuffer() { cudaFree(data); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+};
+
+}  // namespace
+
+bool compare_wgmma_with_mma_sync(int blocks, WgmmaComparison& result) {
+  const size_t a_count = size_t{kM} * kK * blocks, b_count = size_t{kN} * kK * blocks;
+  const size_t c_count = size_t{kM} * kN * blocks;
+  std::vector<uint16_t> a(a_count), b(b_count);
+  std::vector<float> c(c_count), expected(c_count), got(c_count);
+  DeviceBuffer<uint16_t> device_a(a_count), device_b(b_count);
+  DeviceBuffer<float> device_c(c_count), device_expected(c_count), device_got(c_count);
+  DeviceBuffer<int> compiled(1);
+  if (!device_a.data || !device_b.data || !device_c.data || !device_expected.data || !device_got.data ||
+      !compiled.data || cudaMemset(compiled.data, 0, sizeof(int)) != cudaSuccess)
+    return false;
+  const int shared = (kM + kN) * 128 + 1024;
+  if (cudaFuncSetAttribute(wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared) != cudaSuccess)
+    return false;
+  Rng rng{0x9e3779b97f4a7c15ull};
+  for (int from_nothing = 0; from_nothing < 2; ++from_nothing)
+    for (int kind = 0; kind < kInputKinds; ++kind)
+      for (int acc_kind = 0; acc_kind < kAccumulatorKinds; ++acc_kind) {
+        if (from_nothing && acc_kind != 1) continue;  // starting from nothing is compared with adding to +0
+        for (uint16_t& value : a) value = input(rng, kind);
+        for (uint16_t& value : b) value = input(rng, kind >= 6 ? 3 : kind);
+        if (kind == 3) {  // each pair of k steps cancels exactly: a, -a times b, b
+          for (size_t i = 0; i + 1 < a.size(); i += 2) a[i + 1] = a[i] ^ 0x8000;
+          for (size_t i = 0; i + 1 < b.size(); i += 2) b[i + 1] = b[i];
+        }
+        for (float& value : c) value = accumulator(rng, acc_kind);
+        if (cudaMemcpy(device_a.data, a.data(), a_count * 2, cudaMemcpyHostToDevice) != cudaSuccess ||
+            cudaMemcpy(device_b.data, b.data(), b_count * 2, cudaMemcpyHostToDevice) != cudaSuccess ||
+            cudaMemcpy(device_c.data, c.data(), c_count * 4, cudaMemcpyHostToDevice) != cudaSuccess)
+          return false;
+        mma_sync_kernel<<<blocks, 128>>>(device_a.data, device_b.data, device_c.data, device_expected.data);
+        wgmma_kernel<<<blocks, 128, shared>>>(device_a.data, device_b.data, device_c.data, device_got.data,
+                                              from_nothing != 0, compiled.data);
+        if (cudaDeviceSynchronize() != cudaSuccess) return false;
+        int has_wgmma = 0;
+        if (cudaMemcpy(&has_wgmma, compiled.data, sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess)
+          return false;
+        result.compiled = has_wgmma != 0;
+        if (!result.compiled) return true;
+        if (cudaMemcpy(expected.data(), device_expected.data, c_count * 4, cudaMemcpyDeviceToHost) !=
+                cudaSuccess ||
+            cudaMemcpy(got.data(), device_got.data, c_count * 4, cudaMemcpyDeviceToHost) != cudaSuccess)
+          return false;
+        for (size_t i = 0; i < c_count; ++i) {
+          uint32_t want = 0, have = 0;
+          std::memcpy(&want, &expected[i], 4);
+          std::memcpy(&have, &got[i], 4);
+          ++result.outputs;
+          if (want == have || (std::isnan(expected[i]) && std::isnan(got[i]))) continue;
+          if (result.mismatches++ == 0) {
+            result.kind = kind;
+            result.accumulator = acc_kind;
+            result.from_nothing = from_nothing;
+            result.index = static_cast<int64_t>(i);
+            result.expected = want;
+            result.got = have;
+          }
+        }
+      }
+  return true;
+}
+
+}  // namespace plumb::cuda::testing
