@@ -1,5 +1,6 @@
-// out = x · Wᵀ with bf16 tensor-core products and fp32 accumulation (mma.sync m16n8k16): each output element
-// sums its k16 steps in ascending order within a K split, and the splits are added in split order (t = a0; t
+// out = x · Wᵀ with bf16 tensor-core products and fp32 accumulation (mma.sync m16n8k16; the 128-row tile
+// takes wgmma m64n128k16 on sm_90a, whose steps give the same bits, wgmma.cuh): each output element sums its
+// k16 steps in ascending order within a K split, and the splits are added in split order (t = a0; t
 // += a1 ...), then rounded once to bf16 (or kept f32). The K splits come from the weight shape alone; the row
 // tile only decides how many rows share a block, and whether one block or several run a row's splits changes
 // no bit (the same sums in the same order), so a row's bits never depend on the row count (I1). With the
@@ -29,75 +30,6 @@ constexpr int64_t kDecodeRows = 32;
 constexpr int64_t kMinTilesPerSplit = 4;
 constexpr int64_t kGroupTiles = 16;
 
-template <class L>
-using Accumulators = float[L::kMTiles][L::kNTiles][4];
-
-// Copies of one k tile's x rows and weight into a pipeline stage.
-template <class L, int kBits>
-struct StageLoads {
-  static constexpr int kXRows = 16 * L::kWarpsM * L::kMTiles;
-  const Params& p;
-  char* shared;
-  int64_t m0, n0;
-  RowTileCopies<kXRows> x_copies{p.x, p.x_stride, p.rows, p.k, m0};
-  RowTileCopies<kTileN> dense_copies{p.dense, p.k, p.n, p.k, n0};
-
-  __device__ void x(int slot, int64_t kt) const {
-    uint4* tile = reinterpret_cast<uint4*>(shared + slot * L::kStageBytes);
-    if (p.x_vector) {
-      x_copies.copy(tile, kt);
-    } else {
-      gather_rows<kXRows>(tile, p.x, p.x_stride, p.rows, p.k, m0, kt * kTileK);
-    }
-  }
-
-  __device__ void weight(int slot, int64_t kt) const {
-    char* stage = shared + slot * L::kStageBytes;
-    if constexpr (kBits == 0) {
-      uint4* tile = reinterpret_cast<uint4*>(stage + L::kABytes);
-      if (p.dense_vector) {
-        dense_copies.copy(tile, kt);
-      } else {
-        gather_rows<kTileN>(tile, p.dense, p.k, p.n, p.k, n0, kt * kTileK);
-      }
-    } else {
-      load_affine<kBits>(stage + L::kABytes, p, n0, kt);
-    }
-  }
-
-  // The first stages' weights do not depend on earlier launches: queue them before waiting for those (the
-  // first commit group then holds them all with stage 0's x).
-  __device__ void prologue(int stages, int64_t kt0, int64_t tiles) const {
-    for (int s = 0; s < stages; ++s)
-      if (s < tiles) weight(s, kt0 + s);
-    wait_for_previous_kernel();
-    for (int s = 0; s < stages; ++s) {
-      if (s < tiles) x(s, kt0 + s);
-      copy_commit();
-    }
-  }
-};
-
-// Whether k tile kt ends a K split (every tiles_per_split tiles from 0) or the block's range [kt0, kt1).
-__device__ __forceinline__ bool ends_split(const Params& p, int64_t kt, int64_t kt1) {
-  return (kt + 1) % p.tiles_per_split == 0 || kt + 1 == kt1;
-}
-
-// At the end of a K split: total = acc for the block's first split, total += acc after; acc restarts at zero
-// (wgmma restarts by not accumulating instead).
-template <class L, bool kRestart = true>
-__device__ __forceinline__ void fold_split(Accumulators<L>& acc, Accumulators<L>& total, bool first) {
-#pragma unroll
-  for (int mt = 0; mt < L::kMTiles; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < L::kNTiles; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        total[mt][nt][e] = first ? acc[mt][nt][e] : total[mt][nt][e] + acc[mt][nt][e];
-        if constexpr (kRestart) acc[mt][nt][e] = 0.0f;
-      }
-}
-
 // Runs k tiles [kt0, kt1) through one software pipeline of mma.sync tiles, folding each K split.
 template <class L, int kBits>
 __device__ void run_tiles(const Params& p, char* shared, Accumulators<L>& acc, Accumulators<L>& total,
@@ -105,7 +37,9 @@ __device__ void run_tiles(const Params& p, char* shared, Accumulators<L>& acc, A
   uint4* dequantized = reinterpret_cast<uint4*>(shared + L::kStages * L::kStageBytes);
   const StageLoads<L, kBits> load{p, shared, m0, n0};
   const int64_t tiles = kt1 - kt0;
-  load.prologue(L::kStages - 1, kt0, tiles);
+  load.weights_ahead(L::kStages - 1, kt0, tiles);
+  wait_for_previous_kernel();
+  load.x_ahead(L::kStages - 1, kt0, tiles);
 #pragma unroll
   for (int mt = 0; mt < L::kMTiles; ++mt)
 #pragma unroll
@@ -163,7 +97,9 @@ __device__ void run_tiles_warpgroups(const Params& p, char* shared, Accumulators
   char* dequantized = shared + L::kStages * L::kStageBytes;
   const StageLoads<L, kBits> load{p, shared, m0, n0};
   const int64_t tiles = kt1 - kt0;
-  load.prologue(kAhead, kt0, tiles);
+  load.weights_ahead(kAhead, kt0, tiles);
+  wait_for_previous_kernel();
+  load.x_ahead(kAhead, kt0, tiles);
   for (int64_t t = 0; t < tiles; ++t) {
     copy_wait<kAhead - 1>();
     fence_async_shared();

@@ -2,7 +2,8 @@
 // The pieces of the tensor-core matmul (k_matmul.cu): tile layout, global-to-shared loads (bf16 x rows, dense
 // bf16 weights, MLX affine codes with their scales and biases), the in-kernel dequantization
 // w = bf16(scale * q + bias) (scale * q is exact in fp32, so one rounding of the sum, then bf16), and the
-// warp's mma over one 64-wide k tile (k16 steps in ascending order into each accumulator).
+// warp's mma over one 64-wide k tile (k16 steps in ascending order into each accumulator); the copies of a
+// pipeline stage and the fold of each K split.
 #include <cuda_bf16.h>
 
 #include <cstdint>
@@ -244,6 +245,77 @@ __device__ __forceinline__ void multiply(const uint4* a_tile, const uint4* b_til
 #pragma unroll
       for (int nt = 0; nt < L::kNTiles; ++nt) mma_bf16(acc[mt][nt], a[mt], b[nt][0], b[nt][1]);
   }
+}
+
+template <class L>
+using Accumulators = float[L::kMTiles][L::kNTiles][4];
+
+// Copies of one k tile's x rows and weight into a pipeline stage.
+template <class L, int kBits>
+struct StageLoads {
+  static constexpr int kXRows = 16 * L::kWarpsM * L::kMTiles;
+  const Params& p;
+  char* shared;
+  int64_t m0, n0;
+  RowTileCopies<kXRows> x_copies{p.x, p.x_stride, p.rows, p.k, m0};
+  RowTileCopies<kTileN> dense_copies{p.dense, p.k, p.n, p.k, n0};
+
+  __device__ void x(int slot, int64_t kt) const {
+    uint4* tile = reinterpret_cast<uint4*>(shared + slot * L::kStageBytes);
+    if (p.x_vector) {
+      x_copies.copy(tile, kt);
+    } else {
+      gather_rows<kXRows>(tile, p.x, p.x_stride, p.rows, p.k, m0, kt * kTileK);
+    }
+  }
+
+  __device__ void weight(int slot, int64_t kt) const {
+    char* stage = shared + slot * L::kStageBytes;
+    if constexpr (kBits == 0) {
+      uint4* tile = reinterpret_cast<uint4*>(stage + L::kABytes);
+      if (p.dense_vector) {
+        dense_copies.copy(tile, kt);
+      } else {
+        gather_rows<kTileN>(tile, p.dense, p.k, p.n, p.k, n0, kt * kTileK);
+      }
+    } else {
+      load_affine<kBits>(stage + L::kABytes, p, n0, kt);
+    }
+  }
+
+  // The first stages' weights do not depend on earlier launches: the kernel queues them before it waits for
+  // those, then the stages' x (the first commit group then holds every queued weight with stage 0's x).
+  __device__ void weights_ahead(int stages, int64_t kt0, int64_t tiles) const {
+    for (int s = 0; s < stages; ++s)
+      if (s < tiles) weight(s, kt0 + s);
+  }
+
+  __device__ void x_ahead(int stages, int64_t kt0, int64_t tiles) const {
+    for (int s = 0; s < stages; ++s) {
+      if (s < tiles) x(s, kt0 + s);
+      copy_commit();
+    }
+  }
+};
+
+// Whether k tile kt ends a K split (every tiles_per_split tiles from 0) or the block's range [kt0, kt1).
+__device__ __forceinline__ bool ends_split(const Params& p, int64_t kt, int64_t kt1) {
+  return (kt + 1) % p.tiles_per_split == 0 || kt + 1 == kt1;
+}
+
+// At the end of a K split: total = acc for the block's first split, total += acc after; acc restarts at zero
+// (wgmma restarts by not accumulating instead).
+template <class L, bool kRestart = true>
+__device__ __forceinline__ void fold_split(Accumulators<L>& acc, Accumulators<L>& total, bool first) {
+#pragma unroll
+  for (int mt = 0; mt < L::kMTiles; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < L::kNTiles; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        total[mt][nt][e] = first ? acc[mt][nt][e] : total[mt][nt][e] + acc[mt][nt][e];
+        if constexpr (kRestart) acc[mt][nt][e] = 0.0f;
+      }
 }
 
 }  // namespace plumb::cuda::matmul
