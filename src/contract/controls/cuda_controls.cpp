@@ -112,6 +112,24 @@ class AttentionTiledScale final : public CudaControl {
   }
 };
 
+// The real device matmul, except that calls of more than 64 rows (the prompt path: the 128-row tile, on
+// wgmma where the build has it) sum each output in descending k: a prompt tile whose bits differ from the
+// decode tiles'. Gate 2 compares the 130-row call's rows with the same rows alone.
+class MatmulPromptOrder final : public CudaControl {
+ public:
+  using CudaControl::CudaControl;
+  void matmul(const ops::MatmulLaunch& launch) override {
+    if (launch.rows <= 64) return ForwardingBackend::matmul(launch);
+    PLUMB_ASSERT(
+        !launch.weight.affine && launch.weight.dense_dtype == DType::bf16 && launch.out_dtype == DType::bf16,
+        "this control is planted on a dense bf16 matmul with a bf16 output");
+    check("matmul", cuda_matmul_bf16_descending(launch.x, launch.x_stride,
+                                                static_cast<const uint16_t*>(launch.weight.dense),
+                                                static_cast<uint16_t*>(launch.out), launch.out_stride,
+                                                launch.rows, launch.weight.out, launch.weight.in, stream()));
+  }
+};
+
 template <class Variant>
 Control on_cuda(std::string name, std::string form, Gate gate, std::string wrong) {
   Control control = planted<Variant>(std::move(name), std::move(form), gate, std::move(wrong));
@@ -138,6 +156,9 @@ void register_cuda_controls(Registry& registry) {
                                               Gate::invariant,
                                               "scales the scores of prompt-sized calls, which take the tiled "
                                               "kernels, by 1 + 2^-8"));
+  list.push_back(on_cuda<MatmulPromptOrder>("matmul/prompt-order-cuda", "matmul/12b-q-sliding",
+                                            Gate::invariant,
+                                            "sums the rows of calls over 64 rows in descending k"));
   list.push_back(on_cuda<MatmulBf16Accumulator>("matmul/bf16-accumulator-cuda", "matmul/12b-k-global-f16",
                                                 Gate::stress,
                                                 "a device kernel that rounds the running sum to bf16"));

@@ -69,6 +69,20 @@ __global__ void matmul_kernel(const uint16_t* x, int64_t x_stride, const uint16_
   out[r * out_stride + o] = bf16_bits(sum);
 }
 
+// out = bf16(sum over k from the last to the first of x * w) in fp32, for a bf16 weight: a sum in another
+// order than the tensor cores' ascending k16 steps.
+__global__ void matmul_descending_kernel(const uint16_t* x, int64_t x_stride, const uint16_t* weight,
+                                         uint16_t* out, int64_t out_stride, int64_t rows,
+                                         int64_t out_features, int64_t in_features) {
+  const int64_t item = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (item >= rows * out_features) return;
+  const int64_t r = item / out_features, o = item % out_features;
+  float sum = 0.0f;
+  for (int64_t k = in_features - 1; k >= 0; --k)
+    sum = sum + bf16_value(x[r * x_stride + k]) * bf16_value(weight[o * in_features + k]);
+  out[r * out_stride + o] = bf16_bits(sum);
+}
+
 unsigned blocks(int64_t items) {
   return static_cast<unsigned>((items + kThreads - 1) / kThreads);
 }
@@ -113,6 +127,15 @@ cudaError_t cuda_matmul_f16_bf16_accumulator(const uint16_t* x, int64_t x_stride
   if (rows * out_features == 0) return cudaSuccess;
   matmul_kernel<<<blocks(rows * out_features), kThreads, 0, stream>>>(
       x, x_stride, weight_f16, out, out_stride, rows, out_features, in_features);
+  return cudaGetLastError();
+}
+
+cudaError_t cuda_matmul_bf16_descending(const uint16_t* x, int64_t x_stride, const uint16_t* weight,
+                                        uint16_t* out, int64_t out_stride, int64_t rows, int64_t out_features,
+                                        int64_t in_features, cudaStream_t stream) {
+  if (rows * out_features == 0) return cudaSuccess;
+  matmul_descending_kernel<<<blocks(rows * out_features), kThreads, 0, stream>>>(
+      x, x_stride, weight, out, out_stride, rows, out_features, in_features);
   return cudaGetLastError();
 }
 

@@ -26,6 +26,11 @@ cudaError_t cuda_matmul_f16_bf16_accumulator(const uint16_t* x, int64_t x_stride
                                              uint16_t* out, int64_t out_stride, int64_t rows,
                                              int64_t out_features, int64_t in_features, cudaStream_t stream);
 
+// out = bf16(fp32 sum of x * w over k from the last to the first), bf16 weight [out_features, in_features].
+cudaError_t cuda_matmul_bf16_descending(const uint16_t* x, int64_t x_stride, const uint16_t* weight,
+                                        uint16_t* out, int64_t out_stride, int64_t rows, int64_t out_features,
+                                        int64_t in_features, cudaStream_t stream);
+
 // out[r] = in[r] with position + shift: draw options keyed by another position than the op was given.
 cudaError_t cuda_shift_draw_positions(const ops::SampleParams* in, ops::SampleParams* out, int64_t rows,
                                       int64_t shift, cudaStream_t stream);
