@@ -40,12 +40,7 @@ __device__ void run_tiles(const Params& p, char* shared, Accumulators<L>& acc, A
   load.weights_ahead(L::kStages - 1, kt0, tiles);
   wait_for_previous_kernel();
   load.x_ahead(L::kStages - 1, kt0, tiles);
-#pragma unroll
-  for (int mt = 0; mt < L::kMTiles; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < L::kNTiles; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.0f;
+  each_fragment_element<L::kMTiles, L::kNTiles>([&](int mt, int nt, int e) { acc[mt][nt][e] = 0.0f; });
   for (int64_t t = 0; t < tiles; ++t) {
     copy_wait<L::kStages - 2>();
     __syncthreads();
@@ -173,24 +168,19 @@ __global__ void __launch_bounds__(kThreads) matmul_kernel(Params p) {
     run_tiles<L, kBits>(p, shared, acc, total, m0, n0, kt0, kt1, warp_m, warp_n);
   }
   const bool to_partial = p.cross && p.splits > 1;
-#pragma unroll
-  for (int mt = 0; mt < L::kMTiles; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < L::kNTiles; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int64_t row = m0 + warp_m * L::kWarpRows + mt * 16 + lane / 4 + (e / 2) * 8;
-        const int64_t col = n0 + warp_n * L::kWarpCols + nt * 8 + (lane % 4) * 2 + e % 2;
-        if (row >= p.rows || col >= p.n) continue;
-        const float value = total[mt][nt][e];
-        if (to_partial) {
-          p.partial[(blockIdx.z * p.rows + row) * p.n + col] = value;
-        } else if (p.out_f32) {
-          static_cast<float*>(p.out)[row * p.out_stride + col] = value;
-        } else {
-          static_cast<uint16_t*>(p.out)[row * p.out_stride + col] = bf16_bits(value);
-        }
-      }
+  each_fragment_element<L::kMTiles, L::kNTiles>([&](int mt, int nt, int e) {
+    const int64_t row = m0 + warp_m * L::kWarpRows + mt * 16 + fragment_row(lane, e);
+    const int64_t col = n0 + warp_n * L::kWarpCols + nt * 8 + fragment_col(lane, e);
+    if (row >= p.rows || col >= p.n) return;
+    const float value = total[mt][nt][e];
+    if (to_partial) {
+      p.partial[(blockIdx.z * p.rows + row) * p.n + col] = value;
+    } else if (p.out_f32) {
+      static_cast<float*>(p.out)[row * p.out_stride + col] = value;
+    } else {
+      static_cast<uint16_t*>(p.out)[row * p.out_stride + col] = bf16_bits(value);
+    }
+  });
 }
 
 // t = partial[0]; t += partial[s] for s = 1.. in order; the same additions a single block makes.

@@ -207,21 +207,16 @@ __global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<kBits, kMTiles>)
   }
   copy_wait<0>();
   const bool to_partial = p.splits > 1;
-#pragma unroll
-  for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-    for (int j = 0; j < kDecodeNTiles; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int64_t row = mt * 16 + lane / 4 + (e / 2) * 8;
-        const int64_t col = col0 + j * 8 + (lane % 4) * 2 + e % 2;
-        if (row >= p.rows || col >= p.n) continue;
-        if (to_partial) {
-          p.partial[(split * p.rows + row) * p.n + col] = acc[mt][j][e];
-        } else {
-          store(p, row, col, acc[mt][j][e]);
-        }
-      }
+  each_fragment_element<kMTiles, kDecodeNTiles>([&](int mt, int j, int e) {
+    const int64_t row = mt * 16 + fragment_row(lane, e);
+    const int64_t col = col0 + j * 8 + fragment_col(lane, e);
+    if (row >= p.rows || col >= p.n) return;
+    if (to_partial) {
+      p.partial[(split * p.rows + row) * p.n + col] = acc[mt][j][e];
+    } else {
+      store(p, row, col, acc[mt][j][e]);
+    }
+  });
   if (to_partial) reduce_if_last(p);
 }
 

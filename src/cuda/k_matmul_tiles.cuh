@@ -307,15 +307,10 @@ __device__ __forceinline__ bool ends_split(const Params& p, int64_t kt, int64_t 
 // (wgmma restarts by not accumulating instead).
 template <class L, bool kRestart = true>
 __device__ __forceinline__ void fold_split(Accumulators<L>& acc, Accumulators<L>& total, bool first) {
-#pragma unroll
-  for (int mt = 0; mt < L::kMTiles; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < L::kNTiles; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        total[mt][nt][e] = first ? acc[mt][nt][e] : total[mt][nt][e] + acc[mt][nt][e];
-        if constexpr (kRestart) acc[mt][nt][e] = 0.0f;
-      }
+  each_fragment_element<L::kMTiles, L::kNTiles>([&](int mt, int nt, int e) {
+    total[mt][nt][e] = first ? acc[mt][nt][e] : total[mt][nt][e] + acc[mt][nt][e];
+    if constexpr (kRestart) acc[mt][nt][e] = 0.0f;
+  });
 }
 
 }  // namespace plumb::cuda::matmul

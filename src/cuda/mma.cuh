@@ -53,6 +53,27 @@ __device__ __forceinline__ void mma_bf16(float (&acc)[4], const uint32_t (&a)[4]
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// Element e (0 to 3) of a lane's m16n8 accumulator fragment (mma.sync's C and D, and each warp's 16 rows of a
+// wgmma D) sits at this row and column of its 16 x 8 tile.
+__device__ __forceinline__ int fragment_row(int lane, int e) {
+  return lane / 4 + (e / 2) * 8;
+}
+
+__device__ __forceinline__ int fragment_col(int lane, int e) {
+  return (lane % 4) * 2 + e % 2;
+}
+
+// Calls f(mt, nt, e) for every element of a warp's kMTiles x kNTiles accumulator fragments, unrolled.
+template <int kMTiles, int kNTiles, class F>
+__device__ __forceinline__ void each_fragment_element(F&& f) {
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < kNTiles; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) f(mt, nt, e);
+}
+
 // Tiles of 64 bf16 per row (128 bytes = 8 chunks of 16); chunk c of row r sits at c ^ (r % 8) so that
 // ldmatrix's eight rows hit eight different bank groups.
 __device__ __forceinline__ int swizzled_chunk(int row, int chunk) {

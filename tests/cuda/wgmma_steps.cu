@@ -8,8 +8,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <vector>
 
+#include "core/half.hpp"
 #include "cuda/mma.cuh"
 #include "cuda/wgmma.cuh"
 #include "cuda/wgmma_steps.hpp"
@@ -71,7 +73,7 @@ __global__ void wgmma_kernel(const uint16_t* a_all, const uint16_t* b_all, const
   for (int t = 0; t < 16; ++t)
     for (int e = 0; e < 4; ++e)
       acc[t][e] =
-          from_nothing ? NAN : c[(warp * 16 + lane / 4 + e / 2 * 8) * kN + t * 8 + lane % 4 * 2 + e % 2];
+          from_nothing ? NAN : c[(warp * 16 + fragment_row(lane, e)) * kN + t * 8 + fragment_col(lane, e)];
   for (int kt = 0; kt < kK / 64; ++kt) {
     __syncthreads();
     for (int i = threadIdx.x; i < (kM + kN) * 8; i += blockDim.x) {
@@ -94,41 +96,29 @@ __global__ void wgmma_kernel(const uint16_t* a_all, const uint16_t* b_all, const
   }
   for (int t = 0; t < 16; ++t)
     for (int e = 0; e < 4; ++e)
-      out[(warp * 16 + lane / 4 + e / 2 * 8) * kN + t * 8 + lane % 4 * 2 + e % 2] = acc[t][e];
+      out[(warp * 16 + fragment_row(lane, e)) * kN + t * 8 + fragment_col(lane, e)] = acc[t][e];
 #else
   (void)a_all, (void)b_all, (void)c_all, (void)out_all, (void)from_nothing, (void)compiled;
 #endif
 }
 
+// A standard engine with the few draws the cases need.
 struct Rng {
-  uint64_t state;
-  uint64_t next() {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state;
-  }
+  std::mt19937_64 engine;
+  std::normal_distribution<float> gaussian{0.0f, 1.0f};
+  uint64_t next() { return engine(); }
   uint16_t bits(int sign_exponent_lo, int span) {  // random sign and mantissa, exponent lo .. lo + span - 1
     return static_cast<uint16_t>((next() & 1) << 15 | (sign_exponent_lo + next() % span) << 7 |
                                  (next() & 127));
   }
-  float normal() {
-    const double u = static_cast<double>(next() >> 11) * 0x1p-53 + 1e-300, v = (next() >> 11) * 0x1p-53;
-    return static_cast<float>(std::sqrt(-2 * std::log(u)) * std::cos(6.283185307179586 * v));
-  }
+  float normal() { return gaussian(engine); }
 };
-
-uint16_t bf16_of(float value) {
-  uint32_t bits = 0;
-  std::memcpy(&bits, &value, 4);
-  return static_cast<uint16_t>((bits + 0x7fffu + (bits >> 16 & 1u)) >> 16);
-}
 
 // An input value of `kind` (b operands of kinds 6 to 8 are narrow, so products stay finite or exactly zero).
 uint16_t input(Rng& rng, int kind) {
   switch (kind) {
     case 0:
-      return bf16_of(rng.normal());
+      return f32_to_bf16(rng.normal());
     case 1:
       return rng.bits(127 - 40, 81);  // exponents over 2^+-40
     case 2:
@@ -138,7 +128,7 @@ uint16_t input(Rng& rng, int kind) {
     case 4:
       return rng.bits(0, 12);  // tiny: subnormal products
     case 5:
-      return rng.next() % 4 == 0 ? uint16_t{0x8000} : bf16_of(rng.normal() * 1000.0f);
+      return rng.next() % 4 == 0 ? uint16_t{0x8000} : f32_to_bf16(rng.normal() * 1000.0f);
     case 6:
       return rng.bits(200, 54);  // near overflow
     case 7:
@@ -193,7 +183,7 @@ bool compare_wgmma_with_mma_sync(int blocks, WgmmaComparison& result) {
   const int shared = (kM + kN) * 128 + 1024;
   if (cudaFuncSetAttribute(wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared) != cudaSuccess)
     return false;
-  Rng rng{0x9e3779b97f4a7c15ull};
+  Rng rng{std::mt19937_64(0x9e3779b97f4a7c15ull)};
   for (int from_nothing = 0; from_nothing < 2; ++from_nothing)
     for (int kind = 0; kind < kInputKinds; ++kind)
       for (int acc_kind = 0; acc_kind < kAccumulatorKinds; ++acc_kind) {
