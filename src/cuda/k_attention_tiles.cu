@@ -45,26 +45,34 @@ __device__ bool find_tile(const Params& params, int64_t index, SegmentEntry& seg
   return false;
 }
 
-// Fills `tile` (shared) from thread 0; false for a block past the chunk's tiles (the same for every thread).
+// Fills `tile` (shared): thread 0 finds the tile, a thread per row reads its row's keys (the rows' position
+// loads in flight together rather than one after another), then thread 0 joins their spans; false for a block
+// past the chunk's tiles (the same for every thread).
 __device__ bool load_tile(const Params& params, TileRows& tile) {
   if (threadIdx.x == 0) {
     tile.rows = 0;
-    if (find_tile(params, blockIdx.z, tile.segment, tile.first_row, tile.rows)) {
-      tile.key_lo = INT64_MAX;
-      tile.key_hi = -1;
-      for (int t = 0; t < tile.rows; ++t) {
-        const RowKeys row = row_keys(params, tile.first_row + t);
-        tile.first[t] = row.first;
-        tile.position[t] = row.position;
-        tile.key_lo = min(tile.key_lo, row.first);
-        tile.key_hi = max(tile.key_hi, row.position);
-      }
-      tile.part_lo = tile.key_lo / kPart;
-      tile.part_hi = tile.key_hi / kPart;
-    }
+    find_tile(params, blockIdx.z, tile.segment, tile.first_row, tile.rows);
   }
   __syncthreads();
-  return tile.rows > 0;
+  if (tile.rows == 0) return false;
+  if (threadIdx.x < tile.rows) {
+    const RowKeys row = row_keys(params, tile.first_row + threadIdx.x);
+    tile.first[threadIdx.x] = row.first;
+    tile.position[threadIdx.x] = row.position;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    tile.key_lo = INT64_MAX;
+    tile.key_hi = -1;
+    for (int t = 0; t < tile.rows; ++t) {
+      tile.key_lo = min(tile.key_lo, tile.first[t]);
+      tile.key_hi = max(tile.key_hi, tile.position[t]);
+    }
+    tile.part_lo = tile.key_lo / kPart;
+    tile.part_hi = tile.key_hi / kPart;
+  }
+  __syncthreads();
+  return true;
 }
 
 // A query vector of the block: row t of the tile, head h of the chunk; slot = t * heads + h.
@@ -137,12 +145,15 @@ __device__ void stage_cache(const Params& params, const TileRows& tile, const ui
                             int column0, int width, int stride, int kv_head, uint16_t* staged) {
   const int pieces = width / 8;
   const int64_t lo = max(part * kPart, tile.key_lo), hi = min(part * kPart + kPart - 1, tile.key_hi);
+  // The partition's slots: (base + jj) % capacity, one division for the partition instead of one a copy.
+  const int64_t capacity = tile.segment.capacity, base = part * kPart % capacity;
   for (int i = static_cast<int>(threadIdx.x); i < kPart * pieces; i += kThreads) {
     const int jj = i / pieces, c = i % pieces * 8;
     const int64_t position = part * kPart + jj;
     if (position < lo || position > hi || column0 + c >= params.head_dim) continue;
-    const uint16_t* row = cache + ((position % tile.segment.capacity) * params.kv_heads + kv_head) *
-                                      static_cast<int64_t>(params.head_dim);
+    int64_t slot = base + jj;  // below 2 * capacity when the cache holds a partition
+    slot = capacity < kPart ? position % capacity : slot < capacity ? slot : slot - capacity;
+    const uint16_t* row = cache + (slot * params.kv_heads + kv_head) * static_cast<int64_t>(params.head_dim);
     *reinterpret_cast<uint4*>(staged + jj * stride + c) = *reinterpret_cast<const uint4*>(row + column0 + c);
   }
 }
@@ -223,7 +234,7 @@ __device__ __forceinline__ void add_keys(const float (&weights)[kSlots][kPart], 
 
 // Split rows' partial sums: one block per (partition of the walk, kv head, chunk of heads and strip of
 // columns, tile); a thread per column.
-__global__ void __launch_bounds__(kThreads) values_tile_kernel(Params params) {
+__global__ void __launch_bounds__(kThreads, 4) values_tile_kernel(Params params) {
   wait_for_previous_kernel();
   __shared__ __align__(16) float weights[kSlots][kPart];
   __shared__ __align__(16) uint16_t tile_values[kPart][kColumns];
