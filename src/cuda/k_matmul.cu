@@ -23,12 +23,15 @@ cudaError_t launch_matmul_decode(const MatmulArgs& launch, int64_t tiles_per_spl
 
 namespace matmul {
 
+// k_matmul_tma.cu: the 128-row bf16 tile as a producer thread and two consumer warpgroups on sm_90a.
+bool ring_tile_fits(const Params& p);
+cudaError_t launch_ring_tile(const Params& p, dim3 grid, cudaStream_t stream);
+
 namespace {
 
 constexpr int64_t kTargetBlocks = 256;  // also bounds the decode kernel's counters (launchers.hpp)
 constexpr int64_t kDecodeRows = 32;
 constexpr int64_t kMinTilesPerSplit = 4;
-constexpr int64_t kGroupTiles = 16;
 
 // Runs k tiles [kt0, kt1) through one software pipeline of mma.sync tiles, folding each K split.
 template <class L, int kBits>
@@ -65,21 +68,6 @@ __device__ void run_tiles(const Params& p, char* shared, Accumulators<L>& acc, A
 }
 
 #if PLUMB_WGMMA
-// acc += this warpgroup's 64 rows of the x tile times the weight tile over one 64-wide k tile, as four k16
-// wgmma steps in order, left in flight as one group; the first step of a K split starts from nothing.
-template <class L>
-__device__ __forceinline__ void multiply_warpgroup(const uint4* a_tile, const uint4* b_tile,
-                                                   Accumulators<L>& acc, bool split_start) {
-  const uint32_t a = shared_address(a_tile) + (threadIdx.x / 128) * 64 * kTileK * 2;
-  const uint32_t b = shared_address(b_tile);
-  wgmma_fence();
-#pragma unroll
-  for (int kk = 0; kk < kTileK / 16; ++kk)
-    wgmma_m64n128k16(acc[0], wgmma_descriptor(a + kk * 32), wgmma_descriptor(b + kk * 32),
-                     !(split_start && kk == 0));
-  wgmma_commit();
-}
-
 // The 128-row tile's pipeline on sm_90a: tile t's wgmma steps run while tile t + 1 is staged and dequantized
 // (two dequantized tiles alternate), so a stage is refilled two tiles after its multiply began, once every
 // warpgroup has waited for that multiply; kStages - 2 tiles are in flight ahead. The accumulators are touched
@@ -109,8 +97,8 @@ __device__ void run_tiles_warpgroups(const Params& p, char* shared, Accumulators
       b_tile = tile;
     }
     const int64_t kt = kt0 + t;
-    multiply_warpgroup<L>(reinterpret_cast<const uint4*>(stage), b_tile, acc,
-                          kt == kt0 || kt % p.tiles_per_split == 0);
+    const uint32_t a_rows = shared_address(stage) + (threadIdx.x / 128) * 64 * kTileK * 2;
+    multiply_warpgroup<L>(a_rows, shared_address(b_tile), acc, kt == kt0 || kt % p.tiles_per_split == 0);
     const int64_t next = t + kAhead;
     if (next < tiles) {
       load.x(static_cast<int>(next % L::kStages), kt0 + next);
@@ -128,21 +116,6 @@ __device__ void run_tiles_warpgroups(const Params& p, char* shared, Accumulators
   copy_wait<0>();
 }
 #endif
-
-struct TilePlace {
-  int64_t m_tile, n_tile;
-};
-
-// Blocks run in groups of kGroupTiles row tiles that sweep every column tile together (the grid's x is the
-// column tile, its y the row tile), so the blocks running at once share their weight tiles and x rows in L2.
-__device__ __forceinline__ TilePlace place_block() {
-  const int64_t n_tiles = gridDim.x, m_tiles = gridDim.y;
-  const int64_t block = static_cast<int64_t>(blockIdx.y) * n_tiles + blockIdx.x;
-  const int64_t group = block / (kGroupTiles * n_tiles), first = group * kGroupTiles;
-  const int64_t height = min(kGroupTiles, m_tiles - first);
-  const int64_t within = block - first * n_tiles;
-  return {first + within % height, within / height};
-}
 
 template <int kRowsTile, int kBits>
 __global__ void __launch_bounds__(kThreads) matmul_kernel(Params p) {
@@ -167,20 +140,7 @@ __global__ void __launch_bounds__(kThreads) matmul_kernel(Params p) {
   {
     run_tiles<L, kBits>(p, shared, acc, total, m0, n0, kt0, kt1, warp_m, warp_n);
   }
-  const bool to_partial = p.cross && p.splits > 1;
-  each_fragment_element<L::kMTiles, L::kNTiles>([&](int mt, int nt, int e) {
-    const int64_t row = m0 + warp_m * L::kWarpRows + mt * 16 + fragment_row(lane, e);
-    const int64_t col = n0 + warp_n * L::kWarpCols + nt * 8 + fragment_col(lane, e);
-    if (row >= p.rows || col >= p.n) return;
-    const float value = total[mt][nt][e];
-    if (to_partial) {
-      p.partial[(blockIdx.z * p.rows + row) * p.n + col] = value;
-    } else if (p.out_f32) {
-      static_cast<float*>(p.out)[row * p.out_stride + col] = value;
-    } else {
-      static_cast<uint16_t*>(p.out)[row * p.out_stride + col] = bf16_bits(value);
-    }
-  });
+  write_tile<L>(p, total, m0, n0, warp_m, warp_n, lane);
 }
 
 // t = partial[0]; t += partial[s] for s = 1.. in order; the same additions a single block makes.
@@ -223,12 +183,14 @@ Plan plan_for(int64_t rows, int64_t n, int64_t k) {
 template <int kRowsTile, int kBits>
 cudaError_t run(const Params& p, const Plan& plan, cudaStream_t stream) {
   using L = Layout<kRowsTile, kBits>;
+  const dim3 grid(static_cast<unsigned>(plan.n_tiles), static_cast<unsigned>(plan.m_tiles),
+                  plan.cross ? plan.splits : 1);
+  if constexpr (kRowsTile == 128 && kBits == 0)
+    if (ring_tile_fits(p)) return launch_ring_tile(p, grid, stream);
   auto kernel = matmul_kernel<kRowsTile, kBits>;
   const cudaError_t code =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kSharedBytes);
   if (code != cudaSuccess) return code;
-  const dim3 grid(static_cast<unsigned>(plan.n_tiles), static_cast<unsigned>(plan.m_tiles),
-                  plan.cross ? plan.splits : 1);
   launch_dependent(kernel, grid, kThreads, L::kSharedBytes, stream, p);
   return cudaGetLastError();
 }

@@ -10,6 +10,7 @@
 
 #include "cuda/bf16.cuh"
 #include "cuda/mma.cuh"
+#include "cuda/wgmma.cuh"
 
 namespace plumb::cuda::matmul {
 
@@ -312,5 +313,59 @@ __device__ __forceinline__ void fold_split(Accumulators<L>& acc, Accumulators<L>
     if constexpr (kRestart) acc[mt][nt][e] = 0.0f;
   });
 }
+
+constexpr int64_t kGroupTiles = 16;
+
+struct TilePlace {
+  int64_t m_tile, n_tile;
+};
+
+// Blocks run in groups of kGroupTiles row tiles that sweep every column tile together (the grid's x is the
+// column tile, its y the row tile), so the blocks running at once share their weight tiles and x rows in L2.
+__device__ __forceinline__ TilePlace place_block() {
+  const int64_t n_tiles = gridDim.x, m_tiles = gridDim.y;
+  const int64_t block = static_cast<int64_t>(blockIdx.y) * n_tiles + blockIdx.x;
+  const int64_t group = block / (kGroupTiles * n_tiles), first = group * kGroupTiles;
+  const int64_t height = min(kGroupTiles, m_tiles - first);
+  const int64_t within = block - first * n_tiles;
+  return {first + within % height, within / height};
+}
+
+// Writes a block's totals: its rows of out (bf16 once, or f32), or with cross-block splits its split's
+// partials (fp32 [splits, rows, n]) for the reduce to add.
+template <class L>
+__device__ __forceinline__ void write_tile(const Params& p, const Accumulators<L>& total, int64_t m0,
+                                           int64_t n0, int warp_m, int warp_n, int lane) {
+  const bool to_partial = p.cross && p.splits > 1;
+  each_fragment_element<L::kMTiles, L::kNTiles>([&](int mt, int nt, int e) {
+    const int64_t row = m0 + warp_m * L::kWarpRows + mt * 16 + fragment_row(lane, e);
+    const int64_t col = n0 + warp_n * L::kWarpCols + nt * 8 + fragment_col(lane, e);
+    if (row >= p.rows || col >= p.n) return;
+    const float value = total[mt][nt][e];
+    if (to_partial) {
+      p.partial[(blockIdx.z * p.rows + row) * p.n + col] = value;
+    } else if (p.out_f32) {
+      static_cast<float*>(p.out)[row * p.out_stride + col] = value;
+    } else {
+      static_cast<uint16_t*>(p.out)[row * p.out_stride + col] = bf16_bits(value);
+    }
+  });
+}
+
+#if PLUMB_WGMMA
+// acc += a warpgroup's 64 rows of the x tile (shared address a_rows) times the weight tile (b_tile) over one
+// 64-wide k tile, as four k16 wgmma steps in order, left in flight as one group; the first step of a K split
+// starts from nothing.
+template <class L>
+__device__ __forceinline__ void multiply_warpgroup(uint32_t a_rows, uint32_t b_tile, Accumulators<L>& acc,
+                                                   bool split_start) {
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < kTileK / 16; ++kk)
+    wgmma_m64n128k16(acc[0], wgmma_descriptor(a_rows + kk * 32), wgmma_descriptor(b_tile + kk * 32),
+                     !(split_start && kk == 0));
+  wgmma_commit();
+}
+#endif
 
 }  // namespace plumb::cuda::matmul

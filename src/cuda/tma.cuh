@@ -1,0 +1,55 @@
+#pragma once
+// Hopper's tensor memory accelerator and shared-memory barriers (sm_90): a 2-D tile copied from global memory
+// by one thread, completing on an mbarrier that counts its bytes, and the barriers a producer warp and the
+// consumer warpgroups hand stages over with. Tiles land in the 128-byte swizzle that swizzled_chunk() and
+// wgmma_descriptor() assume.
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "cuda/mma.cuh"
+
+namespace plumb::cuda {
+
+__device__ __forceinline__ void barrier_init(uint64_t* barrier, uint32_t arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(shared_address(barrier)), "r"(arrivals));
+}
+
+// Makes initialized barriers visible to the async proxy (the copies) and the block.
+__device__ __forceinline__ void fence_barrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void barrier_arrive(uint64_t* barrier) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(shared_address(barrier)) : "memory");
+}
+
+// Arrives and expects `bytes` more from copies completing on the barrier before its phase ends.
+__device__ __forceinline__ void barrier_arrive_expect(uint64_t* barrier, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(shared_address(barrier)),
+               "r"(bytes)
+               : "memory");
+}
+
+// Waits until the barrier's phase of this parity has completed (a fresh barrier's parity-1 phase counts as
+// completed, so a producer's first wait on an empty slot passes).
+__device__ __forceinline__ void barrier_wait(uint64_t* barrier, uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred done;\nwait_loop:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait_loop;\n}\n" ::"r"(shared_address(barrier)),
+      "r"(parity)
+      : "memory");
+}
+
+// tile <- the box of `map` at (inner, outer), zeros outside the tensor; completes `bytes` on the barrier.
+__device__ __forceinline__ void tile_copy(void* tile, const CUtensorMap* map, int32_t inner, int32_t outer,
+                                          uint64_t* barrier) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+      "[%4];\n" ::"r"(shared_address(tile)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(inner), "r"(outer), "r"(shared_address(barrier))
+      : "memory");
+}
+
+}  // namespace plumb::cuda
