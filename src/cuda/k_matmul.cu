@@ -23,8 +23,9 @@ cudaError_t launch_matmul_decode(const MatmulArgs& launch, int64_t tiles_per_spl
 
 namespace matmul {
 
-// k_matmul_tma.cu: the 128-row bf16 tile as a producer thread and two consumer warpgroups on sm_90a.
-bool ring_tile_fits(const Params& p);
+// k_matmul_tma.cu: the 128-row tile as a producer thread and two consumer warpgroups on sm_90a.
+bool ring_tile_fits(const Params& p, int bits);
+template <int kBits>
 cudaError_t launch_ring_tile(const Params& p, dim3 grid, cudaStream_t stream);
 
 namespace {
@@ -185,8 +186,8 @@ cudaError_t run(const Params& p, const Plan& plan, cudaStream_t stream) {
   using L = Layout<kRowsTile, kBits>;
   const dim3 grid(static_cast<unsigned>(plan.n_tiles), static_cast<unsigned>(plan.m_tiles),
                   plan.cross ? plan.splits : 1);
-  if constexpr (kRowsTile == 128 && kBits == 0)
-    if (ring_tile_fits(p)) return launch_ring_tile(p, grid, stream);
+  if constexpr (kRowsTile == 128 && kBits % 2 == 0 && kBits < 8)
+    if (ring_tile_fits(p, kBits)) return launch_ring_tile<kBits>(p, grid, stream);
   auto kernel = matmul_kernel<kRowsTile, kBits>;
   const cudaError_t code =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kSharedBytes);

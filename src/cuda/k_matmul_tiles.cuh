@@ -186,23 +186,10 @@ __device__ __forceinline__ void write_dequantized(uint4* tile, int r, int h, con
   }
 }
 
-// Each thread turns one 32-element half-row of codes into bf16 weights in the swizzled [128, 64] tile.
+// Half-row h of row r (32 codes in `words`) as bf16(scale * q + bias) into the swizzled [128, 64] tile.
 template <int kBits>
-__device__ __forceinline__ void dequantize(const char* stage, uint4* tile, const Params& p, int64_t n0,
-                                           int64_t kt) {
-  const uint32_t* codes = reinterpret_cast<const uint32_t*>(stage);
-  const uint32_t* scale_words = codes + kTileN * 2 * kBits;
-  const uint32_t* bias_words = scale_words + kTileN * 2;
-  const int r = threadIdx.x / 2, h = threadIdx.x % 2;
-  const int64_t n = n0 + r, k_half = kt * kTileK + h * 32;
-  const bool present = n < p.n && k_half < p.k;
-  uint32_t words[kBits];
-#pragma unroll
-  for (int w = 0; w < kBits; ++w) words[w] = codes[r * 2 * kBits + h * kBits + w];
-  const int64_t e = present ? n * (p.k / p.group) + k_half / p.group : 0;
-  const int select = (e & 1) ? 16 : 0;
-  const float scale = bf16_value(static_cast<uint16_t>(scale_words[threadIdx.x] >> select));
-  const float bias = bf16_value(static_cast<uint16_t>(bias_words[threadIdx.x] >> select));
+__device__ __forceinline__ void dequantize_half_row(uint4* tile, int r, int h, const uint32_t (&words)[kBits],
+                                                    bool present, float scale, float bias) {
   // scale * q without an int-to-float conversion: m = 2^23 + q as bits, fma(scale, m, -scale * 2^23) is the
   // exact scale * q (representable, and scale * 2^23 is exact), so the sum rounds once as in scale * float(q)
   // + bias. A scale so large that scale * 2^23 could overflow takes the plain conversion, and so does a bias
@@ -216,6 +203,33 @@ __device__ __forceinline__ void dequantize(const char* stage, uint4* tile, const
     write_dequantized<kBits>(tile, r, h, words, present, bias,
                              [&](uint32_t code) { return scale * static_cast<float>(code); });
   }
+}
+
+// The codes of half-row `half` (row half / 2, half half % 2) in a stage ([128 rows][2 halves][kBits words]).
+template <int kBits>
+__device__ __forceinline__ void half_row_codes(const uint32_t* codes, int half, uint32_t (&words)[kBits]) {
+#pragma unroll
+  for (int w = 0; w < kBits; ++w) words[w] = codes[half * kBits + w];
+}
+
+// Each of 256 threads turns one 32-element half-row of codes into bf16 weights in the swizzled
+// [128, 64] tile; the scale and bias come from the words load_affine copied.
+template <int kBits>
+__device__ __forceinline__ void dequantize(const char* stage, uint4* tile, const Params& p, int64_t n0,
+                                           int64_t kt) {
+  const uint32_t* codes = reinterpret_cast<const uint32_t*>(stage);
+  const uint32_t* scale_words = codes + kTileN * 2 * kBits;
+  const uint32_t* bias_words = scale_words + kTileN * 2;
+  const int r = threadIdx.x / 2, h = threadIdx.x % 2;
+  const int64_t n = n0 + r, k_half = kt * kTileK + h * 32;
+  const bool present = n < p.n && k_half < p.k;
+  uint32_t words[kBits];
+  half_row_codes<kBits>(codes, threadIdx.x, words);
+  const int64_t e = present ? n * (p.k / p.group) + k_half / p.group : 0;
+  const int select = (e & 1) ? 16 : 0;
+  dequantize_half_row<kBits>(tile, r, h, words, present,
+                             bf16_value(static_cast<uint16_t>(scale_words[threadIdx.x] >> select)),
+                             bf16_value(static_cast<uint16_t>(bias_words[threadIdx.x] >> select)));
 }
 
 // acc[mt][nt] += A[warp rows] * B[warp cols]^T over one 64-wide k tile, k16 steps in order.
