@@ -351,9 +351,13 @@ template <class L>
 __device__ __forceinline__ void write_tile(const Params& p, const Accumulators<L>& total, int64_t m0,
                                            int64_t n0, int warp_m, int warp_n, int lane) {
   const bool to_partial = p.cross && p.splits > 1;
+  // The lane's first element in 64 bits once, the rest as small offsets: recomputing each element's 64-bit
+  // row spilled 12 bytes in the affine ring kernels at their 168-register cap.
+  const int64_t row0 = m0 + warp_m * L::kWarpRows + fragment_row(lane, 0);
+  const int64_t col0 = n0 + warp_n * L::kWarpCols + fragment_col(lane, 0);
   each_fragment_element<L::kMTiles, L::kNTiles>([&](int mt, int nt, int e) {
-    const int64_t row = m0 + warp_m * L::kWarpRows + mt * 16 + fragment_row(lane, e);
-    const int64_t col = n0 + warp_n * L::kWarpCols + nt * 8 + fragment_col(lane, e);
+    const int64_t row = row0 + mt * 16 + (fragment_row(lane, e) - fragment_row(lane, 0));
+    const int64_t col = col0 + nt * 8 + (fragment_col(lane, e) - fragment_col(lane, 0));
     if (row >= p.rows || col >= p.n) return;
     const float value = total[mt][nt][e];
     if (to_partial) {
