@@ -334,22 +334,25 @@ struct TilePlace {
   int64_t m_tile, n_tile;
 };
 
-// Blocks run in groups of kGroupTiles row tiles that sweep every column tile together (the grid's x is the
-// column tile, its y the row tile), so the blocks running at once share their weight tiles and x rows in L2.
-__device__ __forceinline__ TilePlace place_block() {
-  const int64_t n_tiles = gridDim.x, m_tiles = gridDim.y;
-  const int64_t block = static_cast<int64_t>(blockIdx.y) * n_tiles + blockIdx.x;
-  const int64_t group = block / (kGroupTiles * n_tiles), first = group * kGroupTiles;
+// Tiles run in groups of kGroupTiles row tiles that sweep every column tile together, so the tiles running at
+// once share their weight tiles and x rows in L2; `index` counts tiles in that order.
+__device__ __forceinline__ TilePlace place_tile(int64_t index, int64_t n_tiles, int64_t m_tiles) {
+  const int64_t group = index / (kGroupTiles * n_tiles), first = group * kGroupTiles;
   const int64_t height = min(kGroupTiles, m_tiles - first);
-  const int64_t within = block - first * n_tiles;
+  const int64_t within = index - first * n_tiles;
   return {first + within % height, within / height};
 }
 
+// A block's tile: the grid's x is the column tile, its y the row tile.
+__device__ __forceinline__ TilePlace place_block() {
+  return place_tile(static_cast<int64_t>(blockIdx.y) * gridDim.x + blockIdx.x, gridDim.x, gridDim.y);
+}
+
 // Writes a block's totals: its rows of out (bf16 once, or f32), or with cross-block splits its split's
-// partials (fp32 [splits, rows, n]) for the reduce to add.
+// partials (fp32 [splits, rows, n], this one split `split`) for the reduce to add.
 template <class L>
 __device__ __forceinline__ void write_tile(const Params& p, const Accumulators<L>& total, int64_t m0,
-                                           int64_t n0, int warp_m, int warp_n, int lane) {
+                                           int64_t n0, int64_t split, int warp_m, int warp_n, int lane) {
   const bool to_partial = p.cross && p.splits > 1;
   // The lane's first element in 64 bits once, the rest as small offsets: recomputing each element's 64-bit
   // row spilled 12 bytes in the affine ring kernels at their 168-register cap.
@@ -361,7 +364,7 @@ __device__ __forceinline__ void write_tile(const Params& p, const Accumulators<L
     if (row >= p.rows || col >= p.n) return;
     const float value = total[mt][nt][e];
     if (to_partial) {
-      p.partial[(blockIdx.z * p.rows + row) * p.n + col] = value;
+      p.partial[(split * p.rows + row) * p.n + col] = value;
     } else if (p.out_f32) {
       static_cast<float*>(p.out)[row * p.out_stride + col] = value;
     } else {
