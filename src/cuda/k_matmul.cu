@@ -23,9 +23,9 @@ cudaError_t launch_matmul_decode(const MatmulArgs& launch, int64_t tiles_per_spl
 
 namespace matmul {
 
-// k_matmul_tma.cu: tiles of 64 x kGroups rows as a producer thread and consumer warpgroups on sm_90a.
+// k_matmul_tma.cu: the 128-row tile as a producer thread and two consumer warpgroups on sm_90a.
 bool ring_tile_fits(const Params& p, int bits);
-template <int kGroups, int kBits>
+template <int kBits>
 cudaError_t launch_ring_tile(const Params& p, int64_t n_tiles, int64_t m_tiles, int64_t splits,
                              cudaStream_t stream);
 
@@ -188,10 +188,7 @@ cudaError_t run(const Params& p, const Plan& plan, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(plan.n_tiles), static_cast<unsigned>(plan.m_tiles),
                   plan.cross ? plan.splits : 1);
   if constexpr (kRowsTile == 128 && kBits % 2 == 0 && kBits < 8)
-    if (ring_tile_fits(p, kBits)) return launch_ring_tile<2, kBits>(p, grid.x, grid.y, grid.z, stream);
-  // Up to 64 rows (one row tile) of bf16 weights: one warpgroup on a 64-row tile.
-  if constexpr (kRowsTile <= 64 && kBits == 0)
-    if (ring_tile_fits(p, kBits)) return launch_ring_tile<1, 0>(p, grid.x, 1, grid.z, stream);
+    if (ring_tile_fits(p, kBits)) return launch_ring_tile<kBits>(p, grid.x, grid.y, grid.z, stream);
   auto kernel = matmul_kernel<kRowsTile, kBits>;
   const cudaError_t code =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kSharedBytes);

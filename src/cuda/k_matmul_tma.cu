@@ -1,14 +1,13 @@
-// The bf16-weight tiles on sm_90a (and the 128-row tile of 2/4/6-bit affine weights) as consumers and a
-// producer: one thread copies each k tile of x and of the weight (bf16, or affine codes, which the consumers
-// dequantize) with the tensor memory accelerator into a ring of stages, one or two warpgroups of 64 rows
-// multiply with wgmma and hand each stage back on a barrier, so no block-wide barrier stands between k tiles
-// (as in k_matmul.cu's tiles) and no thread computes copy addresses. Blocks stay resident and take the call's
-// tiles and K splits in turn, so the copies of the next run while one is written. The same wgmma steps in the
-// same order and the same K-split fold as k_matmul.cu's tiles: the same bits (wgmma.cuh). Up to 64 rows take
-// one warpgroup on a 64-row x tile (rows past the call read as zeros). PLUMB_CUDA_TMA_MATMUL=0 turns it off.
+// The 128-row tile on sm_90a as a producer and two consumers: one thread copies each k tile of x and of the
+// weight (bf16, or 2/4/6-bit affine codes, which the consumers dequantize) with the tensor memory
+// accelerator into a ring of stages, two warpgroups of 64 rows multiply with wgmma and hand each stage back
+// on a barrier, so no block-wide barrier stands between k tiles (as in k_matmul.cu's tiles) and no thread
+// computes copy addresses. Blocks of bf16 tiles stay resident and take the call's tiles and K splits in turn,
+// so the copies of the next run while one is written. The same wgmma steps in the same order and the same
+// K-split fold as k_matmul.cu's 128-row tile: the same bits. PLUMB_CUDA_TMA_MATMUL=0 turns it off.
 #include <cudaTypedefs.h>
-#include <algorithm>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string_view>
 
@@ -22,27 +21,25 @@ namespace {
 
 constexpr int kTileBytes = 128 * kTileK * 2;  // a bf16 [128, 64] weight tile
 
-// kGroups consumer warpgroups of 64 rows each (2 for prompt rows, 1 for up to 64 rows), then one producer
-// warp. A stage holds the x tile and the weight's tile (bf16, or its affine codes); affine weights are
-// dequantized into one of three bf16 tiles in turn (written while the tensor cores may still read the one
-// before).
-template <int kGroups, int kBits>
+// Two consumer warpgroups of 64 rows each, then one producer warp. A stage holds the x tile and the weight's
+// tile (bf16, or its affine codes); affine weights are dequantized into one of three bf16 tiles in turn
+// (written while the tensor cores may still read the one before).
+template <int kBits>
 struct RingLayout {
-  static constexpr int kConsumerThreads = 128 * kGroups;
+  static constexpr int kConsumerThreads = 256;
   static constexpr int kThreads = kConsumerThreads + 32;
   static constexpr int kConsumerWarps = kConsumerThreads / 32;
-  static constexpr int kStages = kGroups == 2 ? 6 : 4;  // one 64-row block has two an SM
-  static constexpr int kBlocksPerSm = kGroups == 2 ? 1 : 2;
-  static constexpr int kXBytes = 64 * kGroups * kTileK * 2;
+  static constexpr int kStages = 6;
+  static constexpr int kXBytes = 128 * kTileK * 2;
   static constexpr int kWeightBytes = kBits == 0 ? kTileBytes : kTileN * 2 * kBits * 4;
   static constexpr int kStageBytes = kXBytes + kWeightBytes;
   static constexpr int kDequantized = kBits == 0 ? 0 : 3;
   static constexpr int kShared = 1024 + kStages * kStageBytes + kDequantized * kTileBytes + 2 * kStages * 8;
 };
 
-template <int kGroups, int kBits>
+template <int kBits>
 struct Ring {
-  using R = RingLayout<kGroups, kBits>;
+  using R = RingLayout<kBits>;
   char* base;
 
   __device__ char* x_tile(int slot) const { return base + slot * R::kXBytes; }
@@ -61,9 +58,9 @@ struct Ring {
   }  // every consumer warp is done
 };
 
-template <int kGroups, int kBits>
-__device__ Ring<kGroups, kBits> ring_in(char* shared_bytes) {
-  return Ring<kGroups, kBits>{shared_bytes + (1024 - shared_address(shared_bytes) % 1024) % 1024};
+template <int kBits>
+__device__ Ring<kBits> ring_in(char* shared_bytes) {
+  return Ring<kBits>{shared_bytes + (1024 - shared_address(shared_bytes) % 1024) % 1024};
 }
 
 // The tiles and splits of the call as work items, in tile order (place_tile) within each split; a block
@@ -76,15 +73,13 @@ struct RingItem {
   int m0, n0, split, kt0, kt1;
 };
 
-template <int kGroups>
 __device__ RingItem ring_item(const Params& p, const RingWork& work, int item) {
   const int tiles = work.n_tiles * work.m_tiles, split = item / tiles;
   const TilePlace place = place_tile(item % tiles, work.n_tiles, work.m_tiles);
   const int tiles_per_split = static_cast<int>(p.tiles_per_split), k_tiles = static_cast<int>(p.k_tiles);
   const int kt0 = p.cross ? split * tiles_per_split : 0;
   const int kt1 = p.cross ? min(kt0 + tiles_per_split, k_tiles) : k_tiles;
-  return {static_cast<int>(place.m_tile) * 64 * kGroups, static_cast<int>(place.n_tile) * kTileN, split, kt0,
-          kt1};
+  return {static_cast<int>(place.m_tile) * 128, static_cast<int>(place.n_tile) * kTileN, split, kt0, kt1};
 }
 
 // Blocks of bf16 tiles stay resident and walk the items; affine tiles take one item a block, as the walk's
@@ -103,13 +98,13 @@ __device__ __forceinline__ void each_item(const RingWork& work, F&& f) {
 }
 
 // One thread: each k tile of each item into the next stage once the consumers have given that stage back.
-template <int kGroups, int kBits>
-__device__ void produce(const Ring<kGroups, kBits>& ring, const CUtensorMap* x_map, const CUtensorMap* w_map,
+template <int kBits>
+__device__ void produce(const Ring<kBits>& ring, const CUtensorMap* x_map, const CUtensorMap* w_map,
                         const Params& p, const RingWork& work) {
-  using R = RingLayout<kGroups, kBits>;
+  using R = RingLayout<kBits>;
   int t = 0;  // stages used so far
   each_item<kBits>(work, [&](int item) {
-    const RingItem it = ring_item<kGroups>(p, work, item);
+    const RingItem it = ring_item(p, work, item);
     for (int kt = it.kt0; kt < it.kt1; ++kt, ++t) {
       const int slot = t % R::kStages;
       barrier_wait(ring.empty(slot), static_cast<uint32_t>(t / R::kStages & 1) ^ 1u);
@@ -143,16 +138,16 @@ __device__ void dequantize_stage(const Params& p, const uint32_t* codes, uint4* 
 
 // Consumer thread c's warpgroup, item by item: each stage's wgmma steps (one group left in flight), the stage
 // before it given back once its steps are done, each K split folded into total, the item's tile written.
-template <int kGroups, int kBits>
-__device__ void consume(const Ring<kGroups, kBits>& ring, const Params& p, const RingWork& work, int c) {
-  using R = RingLayout<kGroups, kBits>;
+template <int kBits>
+__device__ void consume(const Ring<kBits>& ring, const Params& p, const RingWork& work, int c) {
+  using R = RingLayout<kBits>;
   using L = Layout<128, kBits>;  // each warp's share: 16 rows by 128 columns
   static_assert(kBits == 0 || R::kConsumerThreads == 2 * kTileN, "a consumer thread per weight half-row");
   const int group = c / 128;
   const bool lead = c % 32 == 0;
   int t = 0;  // stages used so far
   each_item<kBits>(work, [&](int item) {
-    const RingItem it = ring_item<kGroups>(p, work, item);
+    const RingItem it = ring_item(p, work, item);
     const int first = t;
     Accumulators<L> acc, total;
     for (int kt = it.kt0; kt < it.kt1; ++kt, ++t) {
@@ -183,15 +178,14 @@ __device__ void consume(const Ring<kGroups, kBits>& ring, const Params& p, const
 }
 #endif
 
-template <int kGroups, int kBits>
-__global__ void __launch_bounds__(RingLayout<kGroups, kBits>::kThreads,
-                                  RingLayout<kGroups, kBits>::kBlocksPerSm)
+template <int kBits>
+__global__ void __launch_bounds__(RingLayout<kBits>::kThreads, 1)
     matmul_ring_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
                        Params p, RingWork work) {
 #if PLUMB_WGMMA
-  using R = RingLayout<kGroups, kBits>;
+  using R = RingLayout<kBits>;
   extern __shared__ __align__(128) char shared_bytes[];
-  const Ring<kGroups, kBits> ring = ring_in<kGroups, kBits>(shared_bytes);
+  const Ring<kBits> ring = ring_in<kBits>(shared_bytes);
   if (threadIdx.x == 0) {
     for (int s = 0; s < R::kStages; ++s) {
       barrier_init(ring.full(s), 1);
@@ -203,10 +197,10 @@ __global__ void __launch_bounds__(RingLayout<kGroups, kBits>::kThreads,
   wait_for_previous_kernel();
   const int c = static_cast<int>(threadIdx.x);
   if (c >= R::kConsumerThreads) {
-    if (c == R::kConsumerThreads) produce<kGroups, kBits>(ring, &x_map, &w_map, p, work);
+    if (c == R::kConsumerThreads) produce<kBits>(ring, &x_map, &w_map, p, work);
     return;
   }
-  consume<kGroups, kBits>(ring, p, work, c);
+  consume<kBits>(ring, p, work, c);
 #else
   (void)x_map, (void)w_map, (void)p, (void)work;
 #endif
@@ -287,34 +281,33 @@ bool ring_tile_fits(const Params& p, int bits) {
          p.rows <= INT32_MAX && p.n <= INT32_MAX && items <= INT32_MAX && ring_enabled() && wgmma_runs_here();
 }
 
-template <int kGroups, int kBits>
+template <int kBits>
 cudaError_t launch_ring_tile(const Params& p, int64_t n_tiles, int64_t m_tiles, int64_t splits,
                              cudaStream_t stream) {
-  using R = RingLayout<kGroups, kBits>;
+  using R = RingLayout<kBits>;
   CUtensorMap x_map{}, w_map{};
   const bool weight_mapped =
       kBits == 0
           ? encode_rows(w_map, p.dense, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.k, p.n, p.k, kTileK, kTileN)
           : encode_rows(w_map, p.packed, CU_TENSOR_MAP_DATA_TYPE_UINT32, p.k * kBits / 32, p.n,
                         p.k * kBits / 32, 2 * kBits, kTileN);
-  if (!weight_mapped || !encode_rows(x_map, p.x, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.k, p.rows, p.x_stride,
-                                     kTileK, 64 * kGroups))
+  if (!weight_mapped ||
+      !encode_rows(x_map, p.x, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.k, p.rows, p.x_stride, kTileK, 128))
     return cudaErrorInvalidValue;
-  const cudaError_t code = cudaFuncSetAttribute(matmul_ring_kernel<kGroups, kBits>,
+  const cudaError_t code = cudaFuncSetAttribute(matmul_ring_kernel<kBits>,
                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, R::kShared);
   if (code != cudaSuccess) return code;
   const auto items = static_cast<int>(n_tiles * m_tiles * splits);
   const RingWork work{static_cast<int>(n_tiles), static_cast<int>(m_tiles), items};
-  const int blocks = kResident<kBits> ? std::min(items, multiprocessors() * R::kBlocksPerSm) : items;
-  launch_dependent(matmul_ring_kernel<kGroups, kBits>, dim3(static_cast<unsigned>(blocks)), R::kThreads,
-                   R::kShared, stream, x_map, w_map, p, work);
+  const int blocks = kResident<kBits> ? std::min(items, multiprocessors()) : items;
+  launch_dependent(matmul_ring_kernel<kBits>, dim3(static_cast<unsigned>(blocks)), R::kThreads, R::kShared,
+                   stream, x_map, w_map, p, work);
   return cudaGetLastError();
 }
 
-template cudaError_t launch_ring_tile<1, 0>(const Params&, int64_t, int64_t, int64_t, cudaStream_t);
-template cudaError_t launch_ring_tile<2, 0>(const Params&, int64_t, int64_t, int64_t, cudaStream_t);
-template cudaError_t launch_ring_tile<2, 2>(const Params&, int64_t, int64_t, int64_t, cudaStream_t);
-template cudaError_t launch_ring_tile<2, 4>(const Params&, int64_t, int64_t, int64_t, cudaStream_t);
-template cudaError_t launch_ring_tile<2, 6>(const Params&, int64_t, int64_t, int64_t, cudaStream_t);
+template cudaError_t launch_ring_tile<0>(const Params&, int64_t, int64_t, int64_t, cudaStream_t);
+template cudaError_t launch_ring_tile<2>(const Params&, int64_t, int64_t, int64_t, cudaStream_t);
+template cudaError_t launch_ring_tile<4>(const Params&, int64_t, int64_t, int64_t, cudaStream_t);
+template cudaError_t launch_ring_tile<6>(const Params&, int64_t, int64_t, int64_t, cudaStream_t);
 
 }  // namespace plumb::cuda::matmul
