@@ -1,27 +1,28 @@
 #pragma once
 // The attention kernels' pieces (k_attention.cu): launch parameters, a row's keys and partitions, the blocks'
-// query heads, the values blocks' staging and sums, and warp steps that give the bits of a plain loop in
-// order.
+// query heads, the scores' tensor-core dots, the values blocks' staging and sums, and warp steps that give
+// the bits of a plain loop in order.
 #include <cstddef>
 #include <cstdint>
 
 #include "cuda/bf16.cuh"
+#include "cuda/mma.cuh"
 
 namespace plumb::cuda::attention {
 
 constexpr int kPart = 64;
 constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
-constexpr int kLanes = 16;
-constexpr int kHalfLanes = kLanes / 2;  // the score kernel's two threads per key hold 8 dot lanes each
-constexpr int kColumns = kThreads;      // output columns per values block, one per thread
+constexpr int kDotStep = 16;        // the mma's k: dots run over the head dimension rounded up to this
+constexpr int kScoreSlots = 16;     // query vectors a score block dots with each key (the mma's 16 rows)
+constexpr int kColumns = kThreads;  // output columns per values block, one per thread
 constexpr int kMaxGroup = 128;
 constexpr int kWholeSpan = 8;  // rows spanning up to this many partitions walk them in one values block
 constexpr int kMaxSegments = 16;
 constexpr int kSlots = 16;  // query vectors (rows x heads of one kv group) per block of k_attention_tiles.cu
 constexpr int64_t kMaxChunkRows = 65535;
 constexpr size_t kScratchCap = size_t{256} << 20;
-static_assert(kThreads == 2 * kPart, "the score kernel gives each key position of a partition two threads");
+static_assert(kWarps * 16 == kPart, "each warp of a score block dots 16 keys of the partition");
 static_assert(kColumns == kThreads, "a values block stages one column per thread");
 
 struct SegmentEntry {
@@ -182,27 +183,59 @@ __device__ void accumulate(const float (&weights)[H][kPart], const uint16_t (&ti
 
 constexpr unsigned kFullMask = 0xffffffffu;
 
-// The last steps of a 16-lane dot in the CPU backend's tree, from its 8 pair sums (lane l + lane l + 8):
-// + 4 apart, then (0 + 2) + (1 + 3).
-__device__ __forceinline__ float sum_pair_sums(const float (&pairs)[8]) {
-  float sum[4];
-#pragma unroll
-  for (int l = 0; l < 4; ++l) sum[l] = pairs[l] + pairs[l + 4];
-  sum[0] = sum[0] + sum[2];
-  sum[1] = sum[1] + sum[3];
-  return sum[0] + sum[1];
+// Staged bf16 rows for the dots: the head dimension rounded up to kDotStep (zeros past head_dim), plus 8
+// elements, so that ldmatrix's eight rows start 16 bytes apart in the banks.
+__host__ __device__ constexpr int dot_width(int dim) {
+  return (dim + kDotStep - 1) / kDotStep * kDotStep;
 }
 
-// Eight bf16 (16 bytes, lowest address first) as fp32.
-__device__ __forceinline__ void bf16x8_values(const uint4 bits, float (&out)[8]) {
-  out[0] = __uint_as_float(bits.x << 16);
-  out[1] = __uint_as_float(bits.x & 0xffff0000u);
-  out[2] = __uint_as_float(bits.y << 16);
-  out[3] = __uint_as_float(bits.y & 0xffff0000u);
-  out[4] = __uint_as_float(bits.z << 16);
-  out[5] = __uint_as_float(bits.z & 0xffff0000u);
-  out[6] = __uint_as_float(bits.w << 16);
-  out[7] = __uint_as_float(bits.w & 0xffff0000u);
+__host__ __device__ constexpr int dot_stride(int dim) {
+  return dot_width(dim) + 8;
+}
+
+// `count` rows of dim bf16 into shared rows of dot_stride(dim), zeros from dim to dot_width(dim); row_of(i)
+// gives row i's source or nullptr for a row of zeros. kVector: dim % 8 == 0 and 16-byte aligned rows.
+template <bool kVector, class RowOf>
+__device__ void stage_dot_rows(uint16_t* shared, int count, int dim, const RowOf& row_of) {
+  const int width = dot_width(dim), stride = dot_stride(dim);
+  if constexpr (kVector) {
+    const int pieces = width / 8;
+    for (int i = static_cast<int>(threadIdx.x); i < count * pieces; i += kThreads) {
+      const int r = i / pieces, c = i % pieces * 8;
+      const uint16_t* source = row_of(r);
+      uint4 eight = make_uint4(0u, 0u, 0u, 0u);
+      if (source != nullptr && c < dim) eight = *reinterpret_cast<const uint4*>(source + c);
+      *reinterpret_cast<uint4*>(shared + r * stride + c) = eight;
+    }
+  } else {
+    for (int i = static_cast<int>(threadIdx.x); i < count * width; i += kThreads) {
+      const int r = i / width, c = i % width;
+      const uint16_t* source = row_of(r);
+      shared[r * stride + c] = source != nullptr && c < dim ? source[c] : uint16_t{0};
+    }
+  }
+}
+
+// dots[nt][e] = q_slot · k_key for the kScoreSlots staged query rows and keys key0 .. key0 + 15 (key0 + 8 nt
+// + fragment_col(lane, e), slot fragment_row(lane, e)): mma.sync m16n8k16 steps over the head dimension in
+// ascending order from zero, the matmul's k16 sums; the products past head_dim are zeros. A warp's call.
+__device__ __forceinline__ void partition_dots(const uint16_t* queries, const uint16_t* keys, int dim,
+                                               int key0, float (&dots)[2][4]) {
+  const int lane = static_cast<int>(threadIdx.x % 32), stride = dot_stride(dim);
+  const uint32_t a_row = shared_address(queries + (lane % 16) * stride + (lane / 16) * 8);
+  const uint32_t b_row =
+      shared_address(keys + (key0 + lane / 16 * 8 + lane % 8) * stride + (lane / 8 % 2) * 8);
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dots[nt][e] = 0.0f;
+  for (int k = 0; k < dot_width(dim); k += kDotStep) {
+    uint32_t a[4], b[4];
+    ldmatrix_x4_at(a, a_row + k * 2);
+    ldmatrix_x4_at(b, b_row + k * 2);
+    mma_bf16(dots[0], a, b[0], b[1]);
+    mma_bf16(dots[1], a, b[2], b[3]);
+  }
 }
 
 // The loop `top = -inf; for k: top = top < x_k ? x_k : top`. That loop ends on the earliest x_k of the

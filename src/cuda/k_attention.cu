@@ -1,5 +1,6 @@
-// Attention: s_j = scale * (q · k_j) in fp32 (the CPU backend's 16-lane dot order), p_j = bf16(exp(s_j - m) /
-// l), out = bf16(sum_j p_j v_j); fp32 steps only (--fmad=false). The key axis is cut into partitions of kPart
+// Attention: s_j = scale * (q · k_j) in fp32 (the dot as the matmul's k16 mma steps over the head dimension,
+// attention_device.cuh's partition_dots), p_j = bf16(exp(s_j - m) / l), out = bf16(sum_j p_j v_j); fp32
+// steps otherwise (--fmad=false). The key axis is cut into partitions of kPart
 // absolute positions; m and l come from per-partition (max, sum exp) merged in partition order, and each
 // partition's sum p_j v_j (keys in position order) is added in partition order. Partitions depend only on
 // absolute key positions, never on the rows in the call, so prompt and decode rows get the same bits (I1,
@@ -27,110 +28,53 @@ namespace {
 
 using namespace attention;  // the kernels' own pieces (attention_device.cuh)
 
-// The chunk's query rows as fp32 (exact), [count][head_dim].
-__device__ void load_queries(const Params& params, int64_t r, const HeadChunk& chunk, float* q_shared) {
-  const int n = chunk.count * params.head_dim;
-  const uint16_t* q = params.q + r * params.q_stride + static_cast<int64_t>(chunk.first) * params.head_dim;
-  if (params.q_vector) {
-    for (int i = static_cast<int>(threadIdx.x) * 8; i < n; i += kThreads * 8) {
-      float eight[8];
-      bf16x8_values(*reinterpret_cast<const uint4*>(q + i), eight);
-      *reinterpret_cast<float4*>(q_shared + i) = make_float4(eight[0], eight[1], eight[2], eight[3]);
-      *reinterpret_cast<float4*>(q_shared + i + 4) = make_float4(eight[4], eight[5], eight[6], eight[7]);
-    }
-    return;
-  }
-#pragma unroll 4
-  for (int i = static_cast<int>(threadIdx.x); i < n; i += kThreads) q_shared[i] = bf16_value(q[i]);
-}
-
-// Lanes 8 * half .. 8 * half + 7 of the CPU backend's dot order for one key and each of the chunk's heads:
-// element k goes to lane k % 16 and each lane adds its products in order of k, from 0.
-template <int H, bool kVector>
-__device__ void half_lanes(const float* q_shared, const uint16_t* key, int dim, int half, int count,
-                           float (&lanes)[H][kHalfLanes]) {
-  constexpr int kUnroll = H == 1 ? 8 : 4;  // independent key loads in flight per thread
-#pragma unroll kUnroll
-  for (int k = kHalfLanes * half; k < dim; k += kLanes) {
-    float kv[kHalfLanes];
-    if constexpr (kVector) {
-      bf16x8_values(*reinterpret_cast<const uint4*>(key + k), kv);
-    } else {
-#pragma unroll
-      for (int e = 0; e < kHalfLanes; ++e) kv[e] = k + e < dim ? bf16_value(key[k + e]) : 0.0f;
-    }
-#pragma unroll
-    for (int h = 0; h < H; ++h) {
-      if (h < count) {
-        const float* q = q_shared + h * dim + k;
-        if constexpr (kVector) {
-          const float4 a = *reinterpret_cast<const float4*>(q), b = *reinterpret_cast<const float4*>(q + 4);
-          const float qv[kHalfLanes] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-#pragma unroll
-          for (int e = 0; e < kHalfLanes; ++e) lanes[h][e] = lanes[h][e] + qv[e] * kv[e];
-        } else {
-#pragma unroll
-          for (int e = 0; e < kHalfLanes; ++e)
-            if (k + e < dim) lanes[h][e] = lanes[h][e] + q[e] * kv[e];
-        }
-      }
-    }
-  }
-}
-
-// The dot's tree 8, 4, 2, 1 with lanes l and l + 8 in neighbouring threads (the even one has lanes 0..7);
-// the sum is valid in the even thread. Every thread of the warp must call it.
-__device__ float finish_dot(const float (&lanes)[kHalfLanes]) {
-  float pairs[kHalfLanes];
-#pragma unroll
-  for (int l = 0; l < kHalfLanes; ++l) pairs[l] = lanes[l] + __shfl_down_sync(kFullMask, lanes[l], 1);
-  return sum_pair_sums(pairs);
-}
-
-// One block per (partition, kv head and chunk of its query heads, row); two threads per key position.
+// One block per (partition, kv head and chunk of its query heads, row): the chunk's query rows and the
+// partition's visible keys staged as bf16, a warp's tensor-core dots per 16 keys (partition_dots, as the
+// tiled kernel makes them), then each head's (max, sum exp).
 template <int H, bool kVector>
 __global__ void __launch_bounds__(kThreads) score_kernel(Params params) {
+  static_assert(H <= kScoreSlots, "a block's heads are rows of one mma tile");
   wait_for_previous_kernel();
   extern __shared__ float4 dynamic_shared[];
-  float* q_shared = reinterpret_cast<float*>(dynamic_shared);  // [H][head_dim]
+  const int dim = params.head_dim;
+  uint16_t* queries = reinterpret_cast<uint16_t*>(dynamic_shared);  // [kScoreSlots][dot_stride]
+  uint16_t* keys = queries + kScoreSlots * dot_stride(dim);         // [kPart][dot_stride]
   __shared__ float scores[H][kPart];
   const int64_t r = blockIdx.z, jrel = blockIdx.x;
   const RowKeys row = row_keys(params, r);
   if (jrel >= row.parts) return;
   const HeadChunk chunk = head_chunk(params, blockIdx.y, H);
   const Window w = window_of(row, jrel);
-  const int dim = params.head_dim;
-  load_queries(params, r, chunk, q_shared);
+  const uint16_t* q = params.q + r * params.q_stride + static_cast<int64_t>(chunk.first) * dim;
+  const auto query_row = [&](int h) { return h < chunk.count ? q + static_cast<int64_t>(h) * dim : nullptr; };
+  if (params.q_vector)
+    stage_dot_rows<true>(queries, kScoreSlots, dim, query_row);
+  else
+    stage_dot_rows<false>(queries, kScoreSlots, dim, query_row);
+  stage_dot_rows<kVector>(keys, kPart, dim, [&](int jj) {
+    return w.visible(w.base + jj)
+               ? cache_row(row.segment.keys, row, params.kv_heads, chunk.kv_head, dim, w.base + jj)
+               : nullptr;
+  });
   __syncthreads();
-  const int j = static_cast<int>(threadIdx.x) / 2, half = static_cast<int>(threadIdx.x) % 2;
-  const bool visible = w.visible(w.base + j);
-  float lanes[H][kHalfLanes];
-#pragma unroll
-  for (int h = 0; h < H; ++h)
-#pragma unroll
-    for (int e = 0; e < kHalfLanes; ++e) lanes[h][e] = 0.0f;
-  if (visible)
-    half_lanes<H, kVector>(q_shared,
-                           cache_row(row.segment.keys, row, params.kv_heads, chunk.kv_head, dim, w.base + j),
-                           dim, half, chunk.count, lanes);
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  float dots[2][4];
+  partition_dots(queries, keys, dim, warp * 16, dots);
   const int64_t head0 = r * params.heads + chunk.first;  // the chunk's first (row, head) in the scratch
-#pragma unroll
-  for (int h = 0; h < H; ++h) {
-    if (h < chunk.count) {  // the same for the whole block: every thread takes part in the shuffles
-      const float s = params.scale * finish_dot(lanes[h]);
-      if (half == 0 && visible) {
-        scores[h][j] = s;
-        params.scores[((head0 + h) * params.span + jrel) * kPart + j] = s;
-      }
-    }
-  }
+  each_fragment_element<1, 2>([&](int, int nt, int e) {
+    const int h = fragment_row(lane, e), j = warp * 16 + nt * 8 + fragment_col(lane, e);
+    if (h >= chunk.count || !w.visible(w.base + j)) return;
+    const float s = params.scale * dots[nt][e];
+    scores[h][j] = s;
+    params.scores[((head0 + h) * params.span + jrel) * kPart + j] = s;
+  });
   __syncthreads();
   const int first = static_cast<int>(w.lo - w.base), n = static_cast<int>(w.hi - w.lo + 1);
-  for (int h = static_cast<int>(threadIdx.x) / 32; h < chunk.count; h += kWarps) {
+  for (int h = warp; h < chunk.count; h += kWarps) {
     const float* s = scores[h] + first;
     const float top = ordered_max([&](int k) { return s[k]; }, n);
     const float total = ordered_sum([&](int k) { return expf(s[k] - top); }, n);
-    if (threadIdx.x % 32 == 0) params.stats[(head0 + h) * params.span + jrel] = make_float2(top, total);
+    if (lane == 0) params.stats[(head0 + h) * params.span + jrel] = make_float2(top, total);
   }
 }
 
@@ -313,10 +257,10 @@ void plan_tiles(Params& params) {
 }
 
 cudaError_t launch_scores(Params params, const DeviceLimits& limits, cudaStream_t stream) {
-  const auto q_bytes = [&](int heads) {
-    return static_cast<size_t>(heads) * params.head_dim * sizeof(float);
-  };
-  const auto block_bytes = [&](int heads) { return q_bytes(heads) + heads * kPart * sizeof(float); };
+  // Staged query and key rows (every block stages kScoreSlots query rows) and the heads' scores.
+  const size_t shared =
+      static_cast<size_t>(kScoreSlots + kPart) * dot_stride(params.head_dim) * sizeof(uint16_t);
+  const auto block_bytes = [&](int heads) { return shared + heads * kPart * sizeof(float); };
   int most = 16;
   while (most > 1 && block_bytes(most) > limits.shared_optin) most = most == 16 ? 4 : 1;
   if (block_bytes(most) > limits.shared_optin) return cudaErrorInvalidValue;
@@ -326,7 +270,6 @@ cudaError_t launch_scores(Params params, const DeviceLimits& limits, cudaStream_
   const Kernel score = score_heads == 16  ? score_kernel_of<16>(params.rows_vector)
                        : score_heads == 4 ? score_kernel_of<4>(params.rows_vector)
                                           : score_kernel_of<1>(params.rows_vector);
-  const size_t shared = q_bytes(score_heads);
   if (block_bytes(score_heads) > size_t{48} << 10) {  // beyond the default, static memory included
     const cudaError_t code =
         cudaFuncSetAttribute(score, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared));

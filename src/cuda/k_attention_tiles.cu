@@ -1,6 +1,6 @@
 // Attention for many query rows of a stream at once (prompts): the scores, (max, sum exp) and split partials
-// of k_attention.cu's score_kernel and values_kernel, bit for bit (the same fp32 steps in the same order:
-// s_j = scale * (q · k_j) in the CPU's 16-lane dot order, p_j = bf16(exp(s_j - m) / l), sum p_j v_j over a
+// of k_attention.cu's score_kernel and values_kernel, bit for bit (the same steps in the same order:
+// s_j = scale * (q · k_j) with partition_dots' mma steps, p_j = bf16(exp(s_j - m) / l), sum p_j v_j over a
 // partition's keys in position order), with a block serving kSlots query vectors (a tile of rows times a few
 // heads of one kv group) so that each partition's keys or values are staged in shared memory once for all of
 // them instead of once per row. Tiles never cross a segment; a block walks the absolute partitions its rows
@@ -15,8 +15,6 @@ namespace attention {
 
 namespace {
 
-// bf16 after each staged key row, so that neighbouring lanes' rows start 16 bytes apart in the banks.
-constexpr int kKeyPad = 8;
 constexpr size_t kStaticTileBytes = 8 << 10;  // at least score_tile_kernel's static shared memory
 
 // The block's rows: tile blockIdx.z of the chunk (tiles of params.tile_rows rows, none crossing a segment),
@@ -99,45 +97,6 @@ __device__ Slot slot_at(const Params& params, const TileRows& tile, const HeadCh
   return s;
 }
 
-// The dot's 16 lanes summed in the CPU backend's tree (finish_dot in k_attention.cu): l + (l + 8), then
-// sum_pair_sums.
-__device__ __forceinline__ float lane_tree(const float (&lanes)[kLanes]) {
-  float pairs[8];
-#pragma unroll
-  for (int l = 0; l < 8; ++l) pairs[l] = lanes[l] + lanes[l + 8];
-  return sum_pair_sums(pairs);
-}
-
-// Lanes of q · k for two keys at once: element k goes to lane k % 16, each lane adding in order of k from 0.
-__device__ void dot_lanes(const float* q, const uint16_t* key0, const uint16_t* key1, int dim,
-                          float (&lanes0)[kLanes], float (&lanes1)[kLanes]) {
-#pragma unroll
-  for (int e = 0; e < kLanes; ++e) lanes0[e] = lanes1[e] = 0.0f;
-  for (int k = 0; k < dim; k += kLanes) {
-    float qv[kLanes], k0[kLanes], k1[kLanes];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float4 four = *reinterpret_cast<const float4*>(q + k + 4 * i);
-      qv[4 * i] = four.x, qv[4 * i + 1] = four.y, qv[4 * i + 2] = four.z, qv[4 * i + 3] = four.w;
-    }
-    float half[8];
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      bf16x8_values(*reinterpret_cast<const uint4*>(key0 + k + 8 * i), half);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) k0[8 * i + e] = half[e];
-      bf16x8_values(*reinterpret_cast<const uint4*>(key1 + k + 8 * i), half);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) k1[8 * i + e] = half[e];
-    }
-#pragma unroll
-    for (int e = 0; e < kLanes; ++e) {
-      lanes0[e] = lanes0[e] + qv[e] * k0[e];
-      lanes1[e] = lanes1[e] + qv[e] * k1[e];
-    }
-  }
-}
-
 // The tile's rows of the partition's key or value cache, columns column0 .. column0 + width - 1 (8-aligned),
 // into rows of `stride` bf16; positions outside the rows' span (the lowest first key to the highest position)
 // are left alone.
@@ -158,50 +117,45 @@ __device__ void stage_cache(const Params& params, const TileRows& tile, const ui
   }
 }
 
-// One block per (partition of the walk, kv head and chunk of its heads, tile); a warp per slot at a time,
-// a lane per pair of keys (lane, lane + 32).
+// One block per (partition of the walk, kv head and chunk of its heads, tile): the slots' query rows staged
+// once, each partition's keys staged, a warp's tensor-core dots per 16 keys for all slots, then each slot's
+// (max, sum exp) by a warp.
 __global__ void __launch_bounds__(kThreads) score_tile_kernel(Params params) {
+  static_assert(kSlots == kScoreSlots, "a tile's query vectors are the rows of one mma tile");
   wait_for_previous_kernel();
   extern __shared__ float4 dynamic_shared[];
-  const int dim = params.head_dim, stride = dim + kKeyPad;
-  float* q_shared = reinterpret_cast<float*>(dynamic_shared);             // [kSlots][dim]
-  uint16_t* keys = reinterpret_cast<uint16_t*>(q_shared + kSlots * dim);  // [kPart][stride]
+  const int dim = params.head_dim, stride = dot_stride(dim);
+  uint16_t* queries = reinterpret_cast<uint16_t*>(dynamic_shared);  // [kSlots][stride]
+  uint16_t* keys = queries + kSlots * stride;                       // [kPart][stride]
   __shared__ float scores[kSlots][kPart];
   __shared__ TileRows tile;
   if (!load_tile(params, tile)) return;
   const HeadChunk chunk = head_chunk(params, blockIdx.y, params.tile_heads);
   const int slots = tile.rows * params.tile_heads;
-  for (int i = static_cast<int>(threadIdx.x) * 8; i < slots * dim; i += kThreads * 8) {
-    const int slot = i / dim, d = i % dim, t = slot / params.tile_heads, h = slot % params.tile_heads;
-    if (h >= chunk.count) continue;
-    float eight[8];
-    bf16x8_values(*reinterpret_cast<const uint4*>(params.q + (tile.first_row + t) * params.q_stride +
-                                                  static_cast<int64_t>(chunk.first + h) * dim + d),
-                  eight);
-    *reinterpret_cast<float4*>(q_shared + i) = make_float4(eight[0], eight[1], eight[2], eight[3]);
-    *reinterpret_cast<float4*>(q_shared + i + 4) = make_float4(eight[4], eight[5], eight[6], eight[7]);
-  }
+  stage_dot_rows<true>(queries, kSlots, dim, [&](int slot) -> const uint16_t* {
+    const int t = slot / params.tile_heads, h = slot % params.tile_heads;
+    if (slot >= slots || h >= chunk.count) return nullptr;
+    return params.q + (tile.first_row + t) * params.q_stride + static_cast<int64_t>(chunk.first + h) * dim;
+  });
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   for (int64_t part = tile.part_lo + blockIdx.x; part <= tile.part_hi; part += gridDim.x) {
-    __syncthreads();  // q is in; the last partition's keys are used
+    __syncthreads();  // the queries are in; the last partition's keys and scores are used
     stage_cache(params, tile, tile.segment.keys, part, 0, dim, stride, chunk.kv_head, keys);
+    __syncthreads();
+    float dots[2][4];
+    partition_dots(queries, keys, dim, warp * 16, dots);
+    each_fragment_element<1, 2>([&](int, int nt, int e) {
+      const int slot = fragment_row(lane, e), jj = warp * 16 + nt * 8 + fragment_col(lane, e);
+      const Slot s = slot_at(params, tile, chunk, slot, part);
+      if (!s.valid || jj < s.lo || jj > s.hi) return;
+      const float value = params.scale * dots[nt][e];
+      scores[slot][jj] = value;
+      params.scores[(s.row_head * params.span + s.jrel) * kPart + jj] = value;
+    });
     __syncthreads();
     for (int slot = warp; slot < slots; slot += kWarps) {
       const Slot s = slot_at(params, tile, chunk, slot, part);
       if (!s.valid) continue;  // the same for the whole warp
-      float lanes0[kLanes], lanes1[kLanes];
-      dot_lanes(q_shared + slot * dim, keys + lane * stride, keys + (lane + 32) * stride, dim, lanes0,
-                lanes1);
-      float* score = params.scores + (s.row_head * params.span + s.jrel) * kPart;
-      const auto store = [&](int jj, const float(&lanes)[kLanes]) {
-        if (jj < s.lo || jj > s.hi) return;
-        const float value = params.scale * lane_tree(lanes);
-        scores[slot][jj] = value;
-        score[jj] = value;
-      };
-      store(lane, lanes0);
-      store(lane + 32, lanes1);
-      __syncwarp();
       const float* row = scores[slot] + s.lo;
       const int n = s.hi - s.lo + 1;
       const float top = ordered_max([&](int k) { return row[k]; }, n);
@@ -298,16 +252,16 @@ unsigned walk_blocks(const Params& params) {
   return static_cast<unsigned>(params.span + 1);
 }
 
-// score_tile_kernel's dynamic shared memory: the slots' queries as fp32 and a partition of padded key rows.
+// score_tile_kernel's dynamic shared memory: the slots' query rows and a partition's key rows, as dots stage
+// them.
 size_t tile_score_bytes(const Params& params) {
-  return static_cast<size_t>(kSlots) * params.head_dim * sizeof(float) +
-         static_cast<size_t>(kPart) * (params.head_dim + kKeyPad) * sizeof(uint16_t);
+  return static_cast<size_t>(kSlots + kPart) * dot_stride(params.head_dim) * sizeof(uint16_t);
 }
 
 }  // namespace
 
 bool tiles_fit(const Params& params, size_t shared_optin) {
-  return params.rows_vector && params.q_vector && params.head_dim % kLanes == 0 &&
+  return params.rows_vector && params.q_vector && params.head_dim % kDotStep == 0 &&
          tile_score_bytes(params) + kStaticTileBytes <= shared_optin;
 }
 
