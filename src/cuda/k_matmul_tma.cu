@@ -275,8 +275,8 @@ bool ring_tile_fits(const Params& p, int bits) {
   // Code rows of whole 16-byte units and code boxes of them: even widths, k * bits a multiple of 128 (8-bit
   // codes would spill the consumers' registers and take k_matmul.cu's tile).
   const bool codes_fit = bits == 0 || (bits % 2 == 0 && bits < 8 && p.k * bits % 128 == 0);
-  // Rows, k and the work items (at most this many 64-row tiles a split) count in 32 bits in the kernel.
-  const int64_t items = (p.rows + 63) / 64 * ((p.n + kTileN - 1) / kTileN) * p.splits;
+  // Rows, k and the work items (tiles times splits) count in 32 bits in the kernel.
+  const int64_t items = (p.rows + 127) / 128 * ((p.n + kTileN - 1) / kTileN) * p.splits;
   return p.x_vector && (bits != 0 || p.dense_vector) && codes_fit && p.k <= INT32_MAX &&
          p.rows <= INT32_MAX && p.n <= INT32_MAX && items <= INT32_MAX && ring_enabled() && wgmma_runs_here();
 }
