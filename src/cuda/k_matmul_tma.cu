@@ -19,22 +19,21 @@ namespace plumb::cuda::matmul {
 
 namespace {
 
-constexpr int kTileBytes = 128 * kTileK * 2;  // a bf16 [128, 64] weight tile
+constexpr int kTileBytes = 128 * kTileK * 2;  // a bf16 [128, 64] tile: x, or a dequantized weight tile
+constexpr int kRingStages = 6;
+constexpr int kConsumerThreads = 256;                // two warpgroups of 64 rows each
+constexpr int kRingThreads = kConsumerThreads + 32;  // then one producer warp
+constexpr int kConsumerWarps = kConsumerThreads / 32;
 
-// Two consumer warpgroups of 64 rows each, then one producer warp. A stage holds the x tile and the weight's
-// tile (bf16, or its affine codes); affine weights are dequantized into one of three bf16 tiles in turn
-// (written while the tensor cores may still read the one before).
+// A stage holds the x tile and the weight's tile (bf16, or its affine codes); affine weights are dequantized
+// into one of three bf16 tiles in turn (written while the tensor cores may still read the one before).
 template <int kBits>
 struct RingLayout {
-  static constexpr int kConsumerThreads = 256;
-  static constexpr int kThreads = kConsumerThreads + 32;
-  static constexpr int kConsumerWarps = kConsumerThreads / 32;
-  static constexpr int kStages = 6;
-  static constexpr int kXBytes = 128 * kTileK * 2;
   static constexpr int kWeightBytes = kBits == 0 ? kTileBytes : kTileN * 2 * kBits * 4;
-  static constexpr int kStageBytes = kXBytes + kWeightBytes;
+  static constexpr int kStageBytes = kTileBytes + kWeightBytes;
   static constexpr int kDequantized = kBits == 0 ? 0 : 3;
-  static constexpr int kShared = 1024 + kStages * kStageBytes + kDequantized * kTileBytes + 2 * kStages * 8;
+  static constexpr int kShared =
+      1024 + kRingStages * kStageBytes + kDequantized * kTileBytes + 2 * kRingStages * 8;
 };
 
 template <int kBits>
@@ -42,19 +41,19 @@ struct Ring {
   using R = RingLayout<kBits>;
   char* base;
 
-  __device__ char* x_tile(int slot) const { return base + slot * R::kXBytes; }
+  __device__ char* x_tile(int slot) const { return base + slot * kTileBytes; }
   __device__ char* weight_tile(int slot) const {
-    return base + R::kStages * R::kXBytes + slot * R::kWeightBytes;
+    return base + kRingStages * kTileBytes + slot * R::kWeightBytes;
   }
   __device__ char* dequantized(int t) const {
-    return base + R::kStages * R::kStageBytes + t % 3 * kTileBytes;
+    return base + kRingStages * R::kStageBytes + t % 3 * kTileBytes;
   }
   __device__ uint64_t* full(int slot) const {  // a stage's tiles have landed
-    return reinterpret_cast<uint64_t*>(base + R::kStages * R::kStageBytes + R::kDequantized * kTileBytes) +
+    return reinterpret_cast<uint64_t*>(base + kRingStages * R::kStageBytes + R::kDequantized * kTileBytes) +
            slot;
   }
   __device__ uint64_t* empty(int slot) const {
-    return full(R::kStages) + slot;
+    return full(kRingStages) + slot;
   }  // every consumer warp is done
 };
 
@@ -106,8 +105,8 @@ __device__ void produce(const Ring<kBits>& ring, const CUtensorMap* x_map, const
   each_item<kBits>(work, [&](int item) {
     const RingItem it = ring_item(p, work, item);
     for (int kt = it.kt0; kt < it.kt1; ++kt, ++t) {
-      const int slot = t % R::kStages;
-      barrier_wait(ring.empty(slot), static_cast<uint32_t>(t / R::kStages & 1) ^ 1u);
+      const int slot = t % kRingStages;
+      barrier_wait(ring.empty(slot), static_cast<uint32_t>(t / kRingStages & 1) ^ 1u);
       barrier_arrive_expect(ring.full(slot), R::kStageBytes);
       // Affine codes are addressed in 32-bit words: 2 * kBits of them a row per k tile.
       tile_copy(ring.weight_tile(slot), w_map, kBits == 0 ? kt * kTileK : kt * 2 * kBits, it.n0,
@@ -119,9 +118,8 @@ __device__ void produce(const Ring<kBits>& ring, const CUtensorMap* x_map, const
 
 #if PLUMB_WGMMA
 // The consumer threads meet (not the producer warp).
-template <int kThreadCount>
 __device__ __forceinline__ void consumers_sync() {
-  asm volatile("bar.sync 1, %0;\n" ::"n"(kThreadCount) : "memory");
+  asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumerThreads) : "memory");
 }
 
 // Consumer thread `c` turns half-row c of the stage's codes into bf16 weights in the tile.
@@ -140,9 +138,8 @@ __device__ void dequantize_stage(const Params& p, const uint32_t* codes, uint4* 
 // before it given back once its steps are done, each K split folded into total, the item's tile written.
 template <int kBits>
 __device__ void consume(const Ring<kBits>& ring, const Params& p, const RingWork& work, int c) {
-  using R = RingLayout<kBits>;
   using L = Layout<128, kBits>;  // each warp's share: 16 rows by 128 columns
-  static_assert(kBits == 0 || R::kConsumerThreads == 2 * kTileN, "a consumer thread per weight half-row");
+  static_assert(kBits == 0 || kConsumerThreads == 2 * kTileN, "a consumer thread per weight half-row");
   const int group = c / 128;
   const bool lead = c % 32 == 0;
   int t = 0;  // stages used so far
@@ -151,53 +148,52 @@ __device__ void consume(const Ring<kBits>& ring, const Params& p, const RingWork
     const int first = t;
     Accumulators<L> acc, total;
     for (int kt = it.kt0; kt < it.kt1; ++kt, ++t) {
-      const int slot = t % R::kStages;
-      barrier_wait(ring.full(slot), static_cast<uint32_t>(t / R::kStages & 1));
+      const int slot = t % kRingStages;
+      barrier_wait(ring.full(slot), static_cast<uint32_t>(t / kRingStages & 1));
       uint32_t b_tile = shared_address(ring.weight_tile(slot));
       if constexpr (kBits != 0) {
         uint4* tile = reinterpret_cast<uint4*>(ring.dequantized(t));
         dequantize_stage<kBits>(p, reinterpret_cast<const uint32_t*>(ring.weight_tile(slot)), tile, c, it.n0,
                                 kt);
         fence_async_shared();
-        consumers_sync<R::kConsumerThreads>();
+        consumers_sync();
         b_tile = shared_address(tile);
       }
       const uint32_t a_rows = shared_address(ring.x_tile(slot)) + group * 64 * kTileK * 2;
       multiply_warpgroup<L>(a_rows, b_tile, acc, kt == it.kt0 || kt % p.tiles_per_split == 0);
       wgmma_wait<1>();
-      if (t > first && lead) barrier_arrive(ring.empty((t - 1) % R::kStages));
+      if (t > first && lead) barrier_arrive(ring.empty((t - 1) % kRingStages));
       if (ends_split(p, kt, it.kt1)) {
         wgmma_wait<0>();
         fold_split<L, false>(acc, total, kt / p.tiles_per_split == it.kt0 / p.tiles_per_split);
       }
     }
     wgmma_wait<0>();  // the last tile ends a split, so nothing is in flight; the compiler cannot tell
-    if (t > first && lead) barrier_arrive(ring.empty((t - 1) % R::kStages));
+    if (t > first && lead) barrier_arrive(ring.empty((t - 1) % kRingStages));
     write_tile<L>(p, total, it.m0, it.n0, it.split, c / 32, 0, c % 32);
   });
 }
 #endif
 
 template <int kBits>
-__global__ void __launch_bounds__(RingLayout<kBits>::kThreads, 1)
+__global__ void __launch_bounds__(kRingThreads, 1)
     matmul_ring_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
                        Params p, RingWork work) {
 #if PLUMB_WGMMA
-  using R = RingLayout<kBits>;
   extern __shared__ __align__(128) char shared_bytes[];
   const Ring<kBits> ring = ring_in<kBits>(shared_bytes);
   if (threadIdx.x == 0) {
-    for (int s = 0; s < R::kStages; ++s) {
+    for (int s = 0; s < kRingStages; ++s) {
       barrier_init(ring.full(s), 1);
-      barrier_init(ring.empty(s), R::kConsumerWarps);
+      barrier_init(ring.empty(s), kConsumerWarps);
     }
     fence_barrier_init();
   }
   __syncthreads();
   wait_for_previous_kernel();
   const int c = static_cast<int>(threadIdx.x);
-  if (c >= R::kConsumerThreads) {
-    if (c == R::kConsumerThreads) produce<kBits>(ring, &x_map, &w_map, p, work);
+  if (c >= kConsumerThreads) {
+    if (c == kConsumerThreads) produce<kBits>(ring, &x_map, &w_map, p, work);
     return;
   }
   consume<kBits>(ring, p, work, c);
@@ -300,7 +296,7 @@ cudaError_t launch_ring_tile(const Params& p, int64_t n_tiles, int64_t m_tiles, 
   const auto items = static_cast<int>(n_tiles * m_tiles * splits);
   const RingWork work{static_cast<int>(n_tiles), static_cast<int>(m_tiles), items};
   const int blocks = kResident<kBits> ? std::min(items, multiprocessors()) : items;
-  launch_dependent(matmul_ring_kernel<kBits>, dim3(static_cast<unsigned>(blocks)), R::kThreads, R::kShared,
+  launch_dependent(matmul_ring_kernel<kBits>, dim3(static_cast<unsigned>(blocks)), kRingThreads, R::kShared,
                    stream, x_map, w_map, p, work);
   return cudaGetLastError();
 }
