@@ -3,9 +3,10 @@
 #include <cuda_runtime.h>
 
 #include <array>
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -103,25 +104,51 @@ Result<DeviceInfo> select_device(int index) {
   return info;
 }
 
+const DeviceInfo* current_device_info() {
+  constexpr int kMaxDevices = 64;
+  struct Known {
+    std::once_flag read;
+    std::optional<DeviceInfo> info;
+  };
+  static std::array<Known, kMaxDevices> known;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kMaxDevices) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  Known& entry = known[static_cast<size_t>(device)];
+  std::call_once(entry.read, [&] {
+    auto info = device_info(device);
+    if (info)
+      entry.info = std::move(*info);
+    else
+      (void)cudaGetLastError();
+  });
+  return entry.info ? &*entry.info : nullptr;
+}
+
+int current_compute_capability() {
+  const DeviceInfo* device = current_device_info();
+  return device != nullptr ? device->compute_capability() : 0;
+}
+
+int current_multiprocessors() {
+  const DeviceInfo* device = current_device_info();
+  return device != nullptr ? device->multiprocessors : 0;
+}
+
+size_t current_shared_optin() {
+  const DeviceInfo* device = current_device_info();
+  return device != nullptr ? static_cast<size_t>(device->shared_per_block_optin) : 0;
+}
+
 bool dependent_launch_supported() {
   // PLUMB_CUDA_DEPENDENT_LAUNCH=0 queues every kernel in plain stream order (to measure what overlap gives).
   static const bool allowed = [] {
     const char* value = std::getenv("PLUMB_CUDA_DEPENDENT_LAUNCH");
     return value == nullptr || std::strcmp(value, "0") != 0;
   }();
-  int device = 0;
-  if (!allowed || cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return false;
-  static std::array<std::atomic<int>, 64> known{};  // 0 not asked yet, 1 no, 2 yes
-  int state = known[static_cast<size_t>(device)].load(std::memory_order_relaxed);
-  if (state == 0) {
-    int major = 0;
-    state =
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && major >= 9
-            ? 2
-            : 1;
-    known[static_cast<size_t>(device)].store(state, std::memory_order_relaxed);
-  }
-  return state == 2;
+  return allowed && current_compute_capability() >= 90;
 }
 
 }  // namespace plumb::cuda

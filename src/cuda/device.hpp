@@ -31,6 +31,10 @@ int device_count();
 
 Result<DeviceInfo> device_info(int index);
 
+// The calling thread's current device, read once per device and kept for the process, for the launchers'
+// choices (capability, multiprocessors, shared memory); nullptr when there is none or it cannot be read.
+const DeviceInfo* current_device_info();
+
 // Makes `index` the calling thread's device after checking that this build has code for it; refuses a GPU it
 // cannot run by name: "cuda.device: GPU 'NAME' has no code in this build; expected compute capability 9.0,
 // got 7.5".

@@ -219,15 +219,9 @@ struct DeviceLimits {
 };
 
 cudaError_t device_limits(DeviceLimits& limits) {
-  int device = 0, multiprocessors = 0, shared = 0;
-  cudaError_t code = cudaGetDevice(&device);
-  if (code == cudaSuccess)
-    code = cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);
-  if (code == cudaSuccess)
-    code = cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-  limits.blocks_wanted = 2 * int64_t{multiprocessors};
-  limits.shared_optin = static_cast<size_t>(shared);
-  return code;
+  limits.blocks_wanted = 2 * int64_t{current_multiprocessors()};
+  limits.shared_optin = current_shared_optin();
+  return limits.blocks_wanted > 0 ? cudaSuccess : cudaErrorNoDevice;
 }
 
 // Query heads per block: the most of 16 and 4 (up to `most`) that still gives the blocks wanted, since a

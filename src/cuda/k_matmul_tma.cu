@@ -13,6 +13,7 @@
 
 #include "cuda/dependent_launch.cuh"
 #include "cuda/k_matmul_tiles.cuh"
+#include "cuda/launchers.hpp"
 #include "cuda/tma.cuh"
 
 namespace plumb::cuda::matmul {
@@ -244,25 +245,8 @@ bool ring_enabled() {
 
 // The build has sm_90a code and the current GPU is compute 9.0, so the kernel's wgmma body is what runs.
 bool wgmma_runs_here() {
-  if (std::string_view(PLUMB_CUDA_TARGETS).find("90a") == std::string_view::npos) return false;
-  int device = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return major == 9 && minor == 0;
-}
-
-int multiprocessors() {
-  int device = 0, count = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 1;
-  }
-  return count;
+  return std::string_view(PLUMB_CUDA_TARGETS).find("90a") != std::string_view::npos &&
+         current_compute_capability() == 90;
 }
 
 }  // namespace
@@ -295,7 +279,7 @@ cudaError_t launch_ring_tile(const Params& p, int64_t n_tiles, int64_t m_tiles, 
   if (code != cudaSuccess) return code;
   const auto items = static_cast<int>(n_tiles * m_tiles * splits);
   const RingWork work{static_cast<int>(n_tiles), static_cast<int>(m_tiles), items};
-  const int blocks = kResident<kBits> ? std::min(items, multiprocessors()) : items;
+  const int blocks = kResident<kBits> ? std::min(items, current_multiprocessors()) : items;
   launch_dependent(matmul_ring_kernel<kBits>, dim3(static_cast<unsigned>(blocks)), kRingThreads, R::kShared,
                    stream, x_map, w_map, p, work);
   return cudaGetLastError();

@@ -13,6 +13,13 @@ namespace plumb::cuda {
 // Loads a trivial kernel: fails when the driver has no image of this build for the current device.
 cudaError_t probe_kernel_image();
 
+// The current device as the launchers choose by it, read once per device (device.cpp's current_device_info):
+// compute capability as major * 10 + minor, multiprocessors, and the shared memory a block may opt into; 0
+// when there is no device.
+int current_compute_capability();
+int current_multiprocessors();
+size_t current_shared_optin();
+
 cudaError_t launch_embed_rows(const EmbedArgs& launch, cudaStream_t stream);
 cudaError_t launch_rms_norm(const RmsNormArgs& launch, cudaStream_t stream);
 cudaError_t launch_norm_rope(const NormRopeArgs& launch, cudaStream_t stream);

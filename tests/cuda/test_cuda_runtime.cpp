@@ -1,9 +1,11 @@
 // The CUDA runtime: compiled targets and the refusal rule (no GPU needed), device errors by name, the arena,
 // and launch failures reported with the op's name.
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include "cuda/arena.hpp"
 #include "cuda/device.hpp"
+#include "cuda/launchers.hpp"
 #include "cuda_test_util.hpp"
 
 namespace plumb::cuda {
@@ -38,6 +40,25 @@ TEST(CudaRuntime, DeviceHasCodeInThisBuild) {
   ASSERT_TRUE(info.ok()) << info.error().message;
   EXPECT_TRUE(targets_cover(compiled_targets(), info->compute_capability())) << info->name;
   EXPECT_GT(info->multiprocessors, 0);
+}
+
+TEST(CudaRuntime, CurrentDeviceInfoIsTheCurrentDevicesAndKept) {
+  PLUMB_GPU_OR_SKIP();
+  int index = -1;
+  ASSERT_EQ(cudaGetDevice(&index), cudaSuccess);
+  auto read = device_info(index);
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  const DeviceInfo* kept = current_device_info();
+  ASSERT_NE(kept, nullptr);
+  EXPECT_EQ(kept->index, index);
+  EXPECT_EQ(kept->major, read->major);
+  EXPECT_EQ(kept->minor, read->minor);
+  EXPECT_EQ(kept->multiprocessors, read->multiprocessors);
+  EXPECT_EQ(kept->shared_per_block_optin, read->shared_per_block_optin);
+  EXPECT_EQ(current_device_info(), kept) << "read once, then the same entry";
+  EXPECT_EQ(current_compute_capability(), read->compute_capability());
+  EXPECT_EQ(current_multiprocessors(), read->multiprocessors);
+  EXPECT_EQ(current_shared_optin(), static_cast<size_t>(read->shared_per_block_optin));
 }
 
 TEST(CudaRuntime, ArenaReusesCoalescesAndReturnsDedicatedChunks) {
