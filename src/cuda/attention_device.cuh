@@ -16,6 +16,8 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kDotStep = 16;        // the mma's k: dots run over the head dimension rounded up to this
 constexpr int kScoreSlots = 16;     // query vectors a score block dots with each key (the mma's 16 rows)
 constexpr int kColumns = kThreads;  // output columns per values block, one per thread
+constexpr int kWeightStride = kPart + 8;    // bf16 a staged weight row (rows 16 bytes apart in the banks)
+constexpr int kValueStride = kColumns + 8;  // bf16 a staged value row
 constexpr int kMaxGroup = 128;
 constexpr int kWholeSpan = 8;  // rows spanning up to this many partitions walk them in one values block
 constexpr int kMaxSegments = 16;
@@ -24,6 +26,7 @@ constexpr int64_t kMaxChunkRows = 65535;
 constexpr size_t kScratchCap = size_t{256} << 20;
 static_assert(kWarps * 16 == kPart, "each warp of a score block dots 16 keys of the partition");
 static_assert(kColumns == kThreads, "a values block stages one column per thread");
+static_assert(kWarps * 32 == kColumns, "each warp of a values block multiplies 32 columns");
 
 struct SegmentEntry {
   int64_t first_row;  // relative to the chunk
@@ -111,74 +114,78 @@ __device__ inline HeadChunk head_chunk(const Params& params, int index, int per_
   return chunk;
 }
 
-// The partition's p_j = bf16(exp(s_j - m) / l) for the chunk's heads, from the stored scores.
+// The partition's p_j = bf16(exp(s_j - m) / l) for the chunk's heads as bf16 rows of kWeightStride, from the
+// stored scores; zeros for keys a head does not see and for rows past its heads (kScoreSlots rows).
 template <int H>
-__device__ void stage_weights(const Params& params, int64_t head0, int64_t jrel, const Window& w, int count,
-                              const float* top, const float* total, float (&weights)[H][kPart]) {
-  for (int i = static_cast<int>(threadIdx.x); i < count * kPart; i += kThreads) {
+__device__ __forceinline__ void stage_weights(const Params& params, int64_t head0, int64_t jrel,
+                                              const Window& w, int count, const float* top,
+                                              const float* total, uint16_t* weights) {
+  for (int i = static_cast<int>(threadIdx.x); i < kScoreSlots * kPart; i += kThreads) {
     const int h = i / kPart, jj = i % kPart;
-    if (w.visible(w.base + jj))
-      weights[h][jj] = round_bf16(
-          expf(params.scores[((head0 + h) * params.span + jrel) * kPart + jj] - top[h]) / total[h]);
+    uint16_t bits = 0;
+    if (h < count && w.visible(w.base + jj))
+      bits =
+          bf16_bits(expf(params.scores[((head0 + h) * params.span + jrel) * kPart + jj] - top[h]) / total[h]);
+    weights[h * kWeightStride + jj] = bits;
   }
 }
 
-// The partition's visible value rows, columns column0 .. column0 + kColumns - 1, into shared memory.
+// The partition's value rows, columns column0 .. column0 + kColumns - 1, into rows of kValueStride: zeros for
+// keys the row does not see and past head_dim, so that their zero weights multiply zeros.
 template <bool kVector>
-__device__ void stage_values(const Params& params, const RowKeys& row, int kv_head, const Window& w,
-                             int column0, uint16_t (&tile)[kPart][kColumns]) {
+__device__ __forceinline__ void stage_values(const Params& params, const RowKeys& row, int kv_head,
+                                             const Window& w, int column0, uint16_t* values) {
   const int dim = params.head_dim;
+  // Key jj's cache slot, (base + jj) % capacity, with one division for the partition instead of one a key.
+  const int64_t capacity = row.segment.capacity, first_slot = w.base % capacity;
+  const auto value_row = [&](int jj) {
+    int64_t slot = first_slot + jj;  // below 2 * capacity when the cache holds a partition
+    slot = capacity < kPart ? (w.base + jj) % capacity : slot < capacity ? slot : slot - capacity;
+    return row.segment.values + (slot * params.kv_heads + kv_head) * static_cast<int64_t>(dim) + column0;
+  };
   if constexpr (kVector) {
     constexpr int kPieces = kColumns / 8;
-#pragma unroll
-    for (int step = 0; step < kPart * kPieces / kThreads; ++step) {
-      const int i = step * kThreads + static_cast<int>(threadIdx.x), jj = i / kPieces, c = i % kPieces * 8;
+    for (int i = static_cast<int>(threadIdx.x); i < kPart * kPieces; i += kThreads) {
+      const int jj = i / kPieces, c = i % kPieces * 8;
+      uint4 eight = make_uint4(0u, 0u, 0u, 0u);
       if (w.visible(w.base + jj) && column0 + c < dim)
-        *reinterpret_cast<uint4*>(&tile[jj][c]) = *reinterpret_cast<const uint4*>(
-            cache_row(row.segment.values, row, params.kv_heads, kv_head, dim, w.base + jj) + column0 + c);
+        eight = *reinterpret_cast<const uint4*>(value_row(jj) + c);
+      *reinterpret_cast<uint4*>(values + jj * kValueStride + c) = eight;
     }
   } else {
+    const int c = static_cast<int>(threadIdx.x);  // kColumns == kThreads
 #pragma unroll 8
-    for (int jj = 0; jj < kPart; ++jj) {
-      const int c = static_cast<int>(threadIdx.x);  // kColumns == kThreads
-      if (w.visible(w.base + jj) && column0 + c < dim)
-        tile[jj][c] =
-            cache_row(row.segment.values, row, params.kv_heads, kv_head, dim, w.base + jj)[column0 + c];
-    }
+    for (int jj = 0; jj < kPart; ++jj)
+      values[jj * kValueStride + c] =
+          w.visible(w.base + jj) && column0 + c < dim ? value_row(jj)[c] : uint16_t{0};
   }
 }
 
-// acc[h] = sum p_j v_j over keys first..last of the partition in order, from 0, for this thread's column.
-template <int H>
-__device__ void accumulate(const float (&weights)[H][kPart], const uint16_t (&tile)[kPart][kColumns],
-                           int first, int last, int count, float (&acc)[H]) {
-  const int c = static_cast<int>(threadIdx.x);
+// acc[nt][e] = sum_j p_j v_j over the partition's kPart keys for slot fragment_row(lane, e) and column col0 +
+// 8 nt + fragment_col(lane, e) (32 columns a warp): mma.sync m16n8k16 steps over the keys in position order
+// from zero, the weights and values staged as bf16 (stage_weights, stage_values). A warp's call.
+__device__ __forceinline__ void partition_values(const uint16_t* weights, const uint16_t* values, int col0,
+                                                 float (&acc)[4][4]) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const uint32_t a_row = shared_address(weights + (lane % 16) * kWeightStride + (lane / 16) * 8);
+  const uint32_t b_row =
+      shared_address(values + (lane / 8 % 2 * 8 + lane % 8) * kValueStride + col0 + lane / 16 * 8);
 #pragma unroll
-  for (int h = 0; h < H; ++h) acc[h] = 0.0f;
-  const auto one_key = [&](int jj) {
-    const float v = bf16_value(tile[jj][c]);
+  for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
-    for (int h = 0; h < H; ++h)
-      if (h < count) acc[h] = acc[h] + weights[h][jj] * v;
-  };
-  int jj = first;
-  for (; jj <= last && jj % 4 != 0; ++jj) one_key(jj);
-  // Four keys at a time read each head's four weights at once; each sum still takes its keys in order.
-  for (; jj + 3 <= last; jj += 4) {
-    const float v0 = bf16_value(tile[jj][c]), v1 = bf16_value(tile[jj + 1][c]),
-                v2 = bf16_value(tile[jj + 2][c]), v3 = bf16_value(tile[jj + 3][c]);
+    for (int e = 0; e < 4; ++e) acc[nt][e] = 0.0f;
 #pragma unroll
-    for (int h = 0; h < H; ++h) {
-      if (h < count) {
-        const float4 p = *reinterpret_cast<const float4*>(&weights[h][jj]);
-        acc[h] = acc[h] + p.x * v0;
-        acc[h] = acc[h] + p.y * v1;
-        acc[h] = acc[h] + p.z * v2;
-        acc[h] = acc[h] + p.w * v3;
-      }
+  for (int k = 0; k < kPart; k += 16) {
+    uint32_t a[4];
+    ldmatrix_x4_at(a, a_row + k * 2);
+#pragma unroll
+    for (int pair = 0; pair < 2; ++pair) {
+      uint32_t b[4];
+      ldmatrix_x4_trans_at(b, b_row + (k * kValueStride + pair * 16) * 2);
+      mma_bf16(acc[2 * pair], a, b[0], b[1]);
+      mma_bf16(acc[2 * pair + 1], a, b[2], b[3]);
     }
   }
-  for (; jj <= last; ++jj) one_key(jj);
 }
 
 constexpr unsigned kFullMask = 0xffffffffu;

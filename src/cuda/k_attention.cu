@@ -1,10 +1,10 @@
 // Attention: s_j = scale * (q · k_j) in fp32 (the dot as the matmul's k16 mma steps over the head dimension,
-// attention_device.cuh's partition_dots), p_j = bf16(exp(s_j - m) / l), out = bf16(sum_j p_j v_j); fp32
-// steps otherwise (--fmad=false). The key axis is cut into partitions of kPart
-// absolute positions; m and l come from per-partition (max, sum exp) merged in partition order, and each
-// partition's sum p_j v_j (keys in position order) is added in partition order. Partitions depend only on
-// absolute key positions, never on the rows in the call, so prompt and decode rows get the same bits (I1,
-// I2).
+// attention_device.cuh's partition_dots), p_j = bf16(exp(s_j - m) / l), out = bf16(sum_j p_j v_j) with each
+// partition's sum as mma steps over its keys (partition_values); fp32 steps otherwise (--fmad=false). The key
+// axis is cut into partitions of kPart absolute positions; m and l come from per-partition (max, sum exp)
+// merged in partition order, and each partition's sum p_j v_j (k16 steps over its keys in position order) is
+// added in partition order. Partitions depend only on absolute key positions, never on the rows in the call,
+// so prompt and decode rows get the same bits (I1, I2).
 //
 // The work: score_kernel computes each partition's scores once (into scratch) and its (max, sum exp).
 // Rows of up to kWholeSpan partitions are "whole": one values block merges the stats into m and l, makes p_j
@@ -115,12 +115,15 @@ __device__ void normalizers(const Params& params, const RowKeys& row, int64_t he
   }
 }
 
-// One block per (partition or whole row, kv head, chunk of its heads and strip of columns, row).
+// One block per (partition or whole row, kv head, chunk of its heads and strip of columns, row): each
+// partition's weights and values staged as bf16, a warp's tensor-core sums for 32 columns (partition_values,
+// as the tiled kernel makes them), partitions added in order (whole rows) or written as partials.
 template <int H, bool kVector>
-__global__ void __launch_bounds__(kThreads) values_kernel(Params params) {
+__global__ void __launch_bounds__(kThreads, 4) values_kernel(Params params) {
+  static_assert(H <= kScoreSlots, "a block's heads are rows of one mma tile");
   wait_for_previous_kernel();
-  __shared__ __align__(16) float weights[H][kPart];
-  __shared__ __align__(16) uint16_t tile[kPart][kColumns];
+  __shared__ __align__(16) uint16_t weights[kScoreSlots * kWeightStride];
+  __shared__ __align__(16) uint16_t values[kPart * kValueStride];
   __shared__ float top[H], total[H];
   const int64_t r = blockIdx.z;
   const RowKeys row = row_keys(params, r);
@@ -128,34 +131,35 @@ __global__ void __launch_bounds__(kThreads) values_kernel(Params params) {
   if (begin >= row.parts) return;
   const HeadChunk chunk = head_chunk(params, static_cast<int>(blockIdx.y) / params.column_chunks, H);
   const int column0 = static_cast<int>(blockIdx.y) % params.column_chunks * kColumns;
-  const int dim = params.head_dim, d = column0 + static_cast<int>(threadIdx.x);
+  const int dim = params.head_dim, warp = static_cast<int>(threadIdx.x) / 32,
+            lane = static_cast<int>(threadIdx.x) % 32;
   const int64_t head0 = r * params.heads + chunk.first;
   normalizers(params, row, head0, chunk.count, top, total);
-  float out[H] = {};
+  float out[4][4] = {};  // whole rows: the partitions' sums added in order
   for (int64_t jrel = begin; jrel < end; ++jrel) {
     __syncthreads();  // m and l are in; the last partition's weights and values are used
     const Window w = window_of(row, jrel);
     stage_weights<H>(params, head0, jrel, w, chunk.count, top, total, weights);
-    stage_values<kVector>(params, row, chunk.kv_head, w, column0, tile);
+    stage_values<kVector>(params, row, chunk.kv_head, w, column0, values);
     __syncthreads();
-    float acc[H];
-    accumulate<H>(weights, tile, static_cast<int>(w.lo - w.base), static_cast<int>(w.hi - w.base),
-                  chunk.count, acc);
-    if (d >= dim) continue;
-#pragma unroll
-    for (int h = 0; h < H; ++h) {
-      if (h >= chunk.count) continue;
+    float acc[4][4];
+    partition_values(weights, values, warp * 32, acc);
+    each_fragment_element<1, 4>([&](int, int nt, int e) {
+      const int h = fragment_row(lane, e), c = warp * 32 + nt * 8 + fragment_col(lane, e);
+      if (h >= chunk.count || column0 + c >= dim) return;
       if (params.whole)
-        out[h] = jrel == 0 ? acc[h] : out[h] + acc[h];  // partitions added in order, as merge_kernel does
+        out[nt][e] = jrel == 0 ? acc[nt][e] : out[nt][e] + acc[nt][e];  // as merge_kernel adds them
       else
-        params.partial[((head0 + h) * params.span + jrel) * dim + d] = acc[h];
-    }
+        params.partial[((head0 + h) * params.span + jrel) * dim + column0 + c] = acc[nt][e];
+    });
   }
-  if (!params.whole || d >= dim) return;
-#pragma unroll
-  for (int h = 0; h < H; ++h)
-    if (h < chunk.count)
-      params.out[r * params.out_stride + static_cast<int64_t>(chunk.first + h) * dim + d] = bf16_bits(out[h]);
+  if (!params.whole) return;
+  each_fragment_element<1, 4>([&](int, int nt, int e) {
+    const int h = fragment_row(lane, e), c = warp * 32 + nt * 8 + fragment_col(lane, e);
+    if (h < chunk.count && column0 + c < dim)
+      params.out[r * params.out_stride + static_cast<int64_t>(chunk.first + h) * dim + column0 + c] =
+          bf16_bits(out[nt][e]);
+  });
 }
 
 // The split partials of each (row, head, column) added in partition order.

@@ -1,10 +1,10 @@
 // Attention for many query rows of a stream at once (prompts): the scores, (max, sum exp) and split partials
 // of k_attention.cu's score_kernel and values_kernel, bit for bit (the same steps in the same order:
 // s_j = scale * (q · k_j) with partition_dots' mma steps, p_j = bf16(exp(s_j - m) / l), sum p_j v_j over a
-// partition's keys in position order), with a block serving kSlots query vectors (a tile of rows times a few
-// heads of one kv group) so that each partition's keys or values are staged in shared memory once for all of
-// them instead of once per row. Tiles never cross a segment; a block walks the absolute partitions its rows
-// see, and each row keeps its own window within them.
+// partition's keys with partition_values' mma steps), with a block serving kSlots query vectors (a tile of
+// rows times a few heads of one kv group) so that each partition's keys or values are staged in shared memory
+// once for all of them instead of once per row. Tiles never cross a segment; a block walks the absolute
+// partitions its rows see, and each row keeps its own window within them.
 #include "cuda/attention_device.cuh"
 #include "cuda/dependent_launch.cuh"
 #include "cuda/launchers.hpp"
@@ -98,23 +98,31 @@ __device__ Slot slot_at(const Params& params, const TileRows& tile, const HeadCh
 }
 
 // The tile's rows of the partition's key or value cache, columns column0 .. column0 + width - 1 (8-aligned),
-// into rows of `stride` bf16; positions outside the rows' span (the lowest first key to the highest position)
-// are left alone.
-__device__ void stage_cache(const Params& params, const TileRows& tile, const uint16_t* cache, int64_t part,
+// into rows of `stride` bf16, zeros for positions outside the rows' span (the lowest first key to the highest
+// position) and past head_dim. True in the thread that staged a value that is not finite.
+__device__ bool stage_cache(const Params& params, const TileRows& tile, const uint16_t* cache, int64_t part,
                             int column0, int width, int stride, int kv_head, uint16_t* staged) {
   const int pieces = width / 8;
   const int64_t lo = max(part * kPart, tile.key_lo), hi = min(part * kPart + kPart - 1, tile.key_hi);
   // The partition's slots: (base + jj) % capacity, one division for the partition instead of one a copy.
   const int64_t capacity = tile.segment.capacity, base = part * kPart % capacity;
+  uint32_t exponents = 0;  // the OR of each staged pair's exponent bits where both are all ones
   for (int i = static_cast<int>(threadIdx.x); i < kPart * pieces; i += kThreads) {
     const int jj = i / pieces, c = i % pieces * 8;
     const int64_t position = part * kPart + jj;
-    if (position < lo || position > hi || column0 + c >= params.head_dim) continue;
-    int64_t slot = base + jj;  // below 2 * capacity when the cache holds a partition
-    slot = capacity < kPart ? position % capacity : slot < capacity ? slot : slot - capacity;
-    const uint16_t* row = cache + (slot * params.kv_heads + kv_head) * static_cast<int64_t>(params.head_dim);
-    *reinterpret_cast<uint4*>(staged + jj * stride + c) = *reinterpret_cast<const uint4*>(row + column0 + c);
+    uint4 eight = make_uint4(0u, 0u, 0u, 0u);
+    if (position >= lo && position <= hi && column0 + c < params.head_dim) {
+      int64_t slot = base + jj;  // below 2 * capacity when the cache holds a partition
+      slot = capacity < kPart ? position % capacity : slot < capacity ? slot : slot - capacity;
+      const uint16_t* row =
+          cache + (slot * params.kv_heads + kv_head) * static_cast<int64_t>(params.head_dim);
+      eight = *reinterpret_cast<const uint4*>(row + column0 + c);
+    }
+    *reinterpret_cast<uint4*>(staged + jj * stride + c) = eight;
+    for (const uint32_t pair : {eight.x, eight.y, eight.z, eight.w})
+      exponents |= ((pair & 0x7f80u) == 0x7f80u) | ((pair & 0x7f800000u) == 0x7f800000u);
   }
+  return exponents != 0;
 }
 
 // One block per (partition of the walk, kv head and chunk of its heads, tile): the slots' query rows staged
@@ -140,7 +148,8 @@ __global__ void __launch_bounds__(kThreads) score_tile_kernel(Params params) {
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   for (int64_t part = tile.part_lo + blockIdx.x; part <= tile.part_hi; part += gridDim.x) {
     __syncthreads();  // the queries are in; the last partition's keys and scores are used
-    stage_cache(params, tile, tile.segment.keys, part, 0, dim, stride, chunk.kv_head, keys);
+    stage_cache(params, tile, tile.segment.keys, part, 0, dim, stride, chunk.kv_head,
+                keys);  // any key values
     __syncthreads();
     float dots[2][4];
     partition_dots(queries, keys, dim, warp * 16, dots);
@@ -165,83 +174,67 @@ __global__ void __launch_bounds__(kThreads) score_tile_kernel(Params params) {
   }
 }
 
-// The slots' visible keys lo[k]..hi[k] of a partition (none: lo past hi) and the partial sum each makes.
-struct SlotKeys {
-  int lo[kSlots], hi[kSlots];
-};
-
-// acc[k] += p_j v_j over keys from .. to of the partition for this thread's column, in order of the keys (as
-// accumulate() in attention_device.cuh); with kCheck each slot takes only its own visible keys, without it
-// every key in range is visible to every slot that sees the partition.
-template <bool kCheck>
-__device__ __forceinline__ void add_keys(const float (&weights)[kSlots][kPart], const uint16_t* column,
-                                         const SlotKeys& keys, int from, int to, float (&acc)[kSlots]) {
-  for (int jj = from; jj <= to; ++jj) {
-    const float v = bf16_value(column[jj * kColumns]);
-#pragma unroll
-    for (int k = 0; k < kSlots; ++k) {
-      if (keys.lo[k] > keys.hi[k] || (kCheck && (jj < keys.lo[k] || jj > keys.hi[k]))) continue;
-      acc[k] = acc[k] + weights[k][jj] * v;
-    }
-  }
+// The slots' partial sums of the partition for the warp's 32 columns (only slot `only`, or all with -1):
+// partition_values of the staged weights and values.
+__device__ void write_partials(const Params& params, const TileRows& tile, const HeadChunk& chunk,
+                               int64_t part, const uint16_t* weights, const uint16_t* values, int column0,
+                               int only) {
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  float acc[4][4];
+  partition_values(weights, values, warp * 32, acc);
+  each_fragment_element<1, 4>([&](int, int nt, int e) {
+    const int k = fragment_row(lane, e), d = column0 + warp * 32 + nt * 8 + fragment_col(lane, e);
+    if ((only >= 0 && k != only) || d >= params.head_dim) return;
+    const Slot s = slot_at(params, tile, chunk, k, part);
+    if (s.valid) params.partial[(s.row_head * params.span + s.jrel) * params.head_dim + d] = acc[nt][e];
+  });
 }
 
 // Split rows' partial sums: one block per (partition of the walk, kv head, chunk of heads and strip of
-// columns, tile); a thread per column.
+// columns, tile); the slots' weights and the partition's values staged as bf16, then tensor-core sums.
 __global__ void __launch_bounds__(kThreads, 4) values_tile_kernel(Params params) {
   wait_for_previous_kernel();
-  __shared__ __align__(16) float weights[kSlots][kPart];
-  __shared__ __align__(16) uint16_t tile_values[kPart][kColumns];
+  __shared__ __align__(16) uint16_t weights[kSlots * kWeightStride];
+  __shared__ __align__(16) uint16_t values[kPart * kValueStride];
+  __shared__ __align__(16) uint16_t masked[kPart * kValueStride];
   __shared__ TileRows tile;
   if (!load_tile(params, tile)) return;
   const HeadChunk chunk =
       head_chunk(params, static_cast<int>(blockIdx.y) / params.column_chunks, params.tile_heads);
   const int column0 = static_cast<int>(blockIdx.y) % params.column_chunks * kColumns;
-  const int dim = params.head_dim, d = column0 + static_cast<int>(threadIdx.x);
-  const int slots = tile.rows * params.tile_heads;
   for (int64_t part = tile.part_lo + blockIdx.x; part <= tile.part_hi; part += gridDim.x) {
     __syncthreads();  // the last partition's weights and values are used
-    SlotKeys keys;
-    int common_lo = 0, common_hi = kPart - 1, any_lo = kPart, any_hi = -1;
-#pragma unroll
-    for (int k = 0; k < kSlots; ++k) {
-      const Slot s = slot_at(params, tile, chunk, k, part);
-      keys.lo[k] = s.valid ? s.lo : kPart;
-      keys.hi[k] = s.valid ? s.hi : -1;
-      if (!s.valid) continue;
-      common_lo = max(common_lo, s.lo);
-      common_hi = min(common_hi, s.hi);
-      any_lo = min(any_lo, s.lo);
-      any_hi = max(any_hi, s.hi);
-    }
-    for (int i = static_cast<int>(threadIdx.x); i < slots * kPart; i += kThreads) {
+    for (int i = static_cast<int>(threadIdx.x); i < kSlots * kPart; i += kThreads) {
       const int k = i / kPart, jj = i % kPart;
       const Slot s = slot_at(params, tile, chunk, k, part);
-      if (!s.valid || jj < s.lo || jj > s.hi) continue;
-      const float2 norm = params.norms[s.row_head];
-      weights[k][jj] =
-          round_bf16(expf(params.scores[(s.row_head * params.span + s.jrel) * kPart + jj] - norm.x) / norm.y);
+      uint16_t bits = 0;
+      if (s.valid && jj >= s.lo && jj <= s.hi) {
+        const float2 norm = params.norms[s.row_head];
+        bits = bf16_bits(expf(params.scores[(s.row_head * params.span + s.jrel) * kPart + jj] - norm.x) /
+                         norm.y);
+      }
+      weights[k * kWeightStride + jj] = bits;
     }
-    stage_cache(params, tile, tile.segment.values, part, column0, kColumns, kColumns, chunk.kv_head,
-                &tile_values[0][0]);
-    __syncthreads();
-    if (any_hi < 0 || d >= dim) continue;
-    float acc[kSlots];
-#pragma unroll
-    for (int k = 0; k < kSlots; ++k) acc[k] = 0.0f;
-    const uint16_t* column = &tile_values[0][0] + threadIdx.x;
-    if (common_lo <= common_hi) {  // keys every slot sees take no per-slot check
-      add_keys<true>(weights, column, keys, any_lo, common_lo - 1, acc);
-      add_keys<false>(weights, column, keys, common_lo, common_hi, acc);
-      add_keys<true>(weights, column, keys, common_hi + 1, any_hi, acc);
-    } else {
-      add_keys<true>(weights, column, keys, any_lo, any_hi, acc);
+    const bool odd = stage_cache(params, tile, tile.segment.values, part, column0, kColumns, kValueStride,
+                                 chunk.kv_head, values);
+    if (__syncthreads_or(odd) == 0) {
+      write_partials(params, tile, chunk, part, weights, values, column0, -1);
+      continue;
     }
-#pragma unroll
+    // A staged value is not finite: a slot that does not see its key would take 0 x inf where the decode
+    // kernel stages a zero, so each slot multiplies its own copy with the keys it does not see zeroed.
     for (int k = 0; k < kSlots; ++k) {
-      if (keys.lo[k] > keys.hi[k]) continue;
       const Slot s = slot_at(params, tile, chunk, k, part);
-      params.partial[(s.row_head * params.span + s.jrel) * dim + d] = acc[k];
+      if (!s.valid) continue;  // the same for the whole block
+      __syncthreads();         // the last slot's copy is used
+      constexpr int kRowPieces = kValueStride / 8;
+      for (int i = static_cast<int>(threadIdx.x); i < kPart * kRowPieces; i += kThreads) {
+        const int jj = i / kRowPieces;
+        reinterpret_cast<uint4*>(masked)[i] =
+            jj >= s.lo && jj <= s.hi ? reinterpret_cast<const uint4*>(values)[i] : make_uint4(0u, 0u, 0u, 0u);
+      }
+      __syncthreads();
+      write_partials(params, tile, chunk, part, weights, masked, column0, k);
     }
   }
 }

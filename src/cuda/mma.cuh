@@ -44,6 +44,13 @@ __device__ __forceinline__ void ldmatrix_x4_at(uint32_t (&fragment)[4], uint32_t
                : "r"(address));
 }
 
+// ldmatrix with each 8 x 8 matrix transposed: a B operand from rows of k (k-major [k][n] in shared memory).
+__device__ __forceinline__ void ldmatrix_x4_trans_at(uint32_t (&fragment)[4], uint32_t address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(fragment[0]), "=r"(fragment[1]), "=r"(fragment[2]), "=r"(fragment[3])
+               : "r"(address));
+}
+
 // acc += a (16x16, row) * b (16x8, col), bf16 inputs, fp32 accumulators.
 __device__ __forceinline__ void mma_bf16(float (&acc)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   asm volatile(

@@ -1,6 +1,8 @@
 // Attention on CUDA: within the range of the float64 reference (each probability may land one bf16 ulp away,
 // sums in fp32); prompt, decode and any chunking give the same bits (I2, I3); a stream's rows are the same
 // alone or beside other streams' rows in one call (I1); repeats are identical (I4).
+#include <limits>
+
 #include "cuda_test_util.hpp"
 #include "ops/attention_stream.hpp"
 
@@ -76,6 +78,23 @@ TEST(CudaAttention, PromptDecodeAndChunksGiveTheSameBits) {
     testing::expect_same_bits(what + ": repeat", ops::testing::run_stream(*gpu(), c, in, c.tokens), prompt,
                               2);
   }
+}
+
+// A value only the last row sees is infinite: the rows before it, which share the last prompt tile with it,
+// keep the bits they have alone (their zero weights must never meet that value: 0 x inf is NaN).
+TEST(CudaAttention, AnInfiniteValueOnlyTheLastRowSeesLeavesTheOtherRowsAlone) {
+  PLUMB_GPU_OR_SKIP();
+  const AttentionCase c{16, 8, 256, 0, 600, 1.0f};  // over 8 partitions: prompt rows take the value tiles
+  ops::testing::StreamInputs in = ops::testing::stream_inputs(c, 29);
+  const int64_t last = c.tokens - 1;
+  for (int64_t i = last * c.kv_heads * c.dim; i < c.tokens * c.kv_heads * c.dim; ++i)
+    in.values[static_cast<size_t>(i)] = std::numeric_limits<double>::infinity();
+  const auto before_last = [&](const std::vector<uint8_t>& bytes) {
+    return std::vector<uint8_t>(bytes.begin(), bytes.begin() + last * c.heads * c.dim * 2);
+  };
+  testing::expect_same_bits("rows before the infinite value, prompt against decode",
+                            before_last(ops::testing::run_stream(*gpu(), c, in, c.tokens)),
+                            before_last(ops::testing::run_stream(*gpu(), c, in, 1)), 2);
 }
 
 // One stream's cache holding all its tokens, and its last `rows` query rows.
