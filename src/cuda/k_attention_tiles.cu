@@ -215,9 +215,9 @@ __global__ void __launch_bounds__(kThreads, 4) values_tile_kernel(Params params)
       }
       weights[k * kWeightStride + jj] = bits;
     }
-    const bool odd = stage_cache(params, tile, tile.segment.values, part, column0, kColumns, kValueStride,
-                                 chunk.kv_head, values);
-    if (__syncthreads_or(odd) == 0) {
+    const bool non_finite = stage_cache(params, tile, tile.segment.values, part, column0, kColumns,
+                                        kValueStride, chunk.kv_head, values);
+    if (__syncthreads_or(non_finite) == 0) {
       write_partials(params, tile, chunk, part, weights, values, column0, -1);
       continue;
     }
