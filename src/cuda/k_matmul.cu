@@ -23,6 +23,11 @@ cudaError_t launch_matmul_decode(const MatmulArgs& launch, int64_t tiles_per_spl
 
 namespace matmul {
 
+// k_matmul_dequant.cu: tall calls of affine weights dequantized once into scratch for the bf16 ring.
+bool dequantize_fits(const WeightArgs& weight, int64_t rows);
+size_t dequantized_bytes(const WeightArgs& weight);
+cudaError_t launch_dequantize(const WeightArgs& weight, uint16_t* dense, cudaStream_t stream);
+
 // k_matmul_tma.cu: the 128-row tile as a producer thread and two consumer warpgroups on sm_90a.
 bool ring_tile_fits(const Params& p, int bits);
 template <int kBits>
@@ -240,6 +245,24 @@ bool uses_tensor_cores(const MatmulArgs& launch) {
   return launch.weight.affine || launch.weight.dense_kind == DenseKind::bf16;
 }
 
+bool x_vector(const MatmulArgs& launch) {
+  return aligned16(launch.x) && launch.x_stride % 8 == 0 && launch.weight.in % 8 == 0;
+}
+
+// Whether the call's affine weight is dequantized into scratch first and the bf16 ring multiplies it (the
+// same values into the same wgmma steps as the affine tiles, so the same bits).
+bool dequantize_first(const MatmulArgs& launch) {
+  if (!dequantize_fits(launch.weight, launch.rows)) return false;
+  Params p{};
+  p.rows = std::min<int64_t>(launch.rows, int64_t{65535} * 128);
+  p.n = launch.weight.out;
+  p.k = launch.weight.in;
+  p.splits = plan_for(p.rows, p.n, p.k).splits;
+  p.x_vector = x_vector(launch);
+  p.dense_vector = true;  // the scratch is aligned and k % 32 == 0
+  return ring_tile_fits(p, 0);
+}
+
 }  // namespace
 
 }  // namespace matmul
@@ -248,8 +271,10 @@ size_t matmul_scratch_bytes(const MatmulArgs& launch) {
   if (!matmul::uses_tensor_cores(launch)) return 0;
   const matmul::Plan plan = matmul::plan_for(launch.rows, launch.weight.out, launch.weight.in);
   const int64_t rows_per_launch = std::min<int64_t>(launch.rows, int64_t{65535} * plan.rows_tile);
-  return plan.cross ? static_cast<size_t>(plan.splits) * rows_per_launch * launch.weight.out * sizeof(float)
-                    : 0;
+  const size_t dense = matmul::dequantize_first(launch) ? matmul::dequantized_bytes(launch.weight) : 0;
+  return dense + (plan.cross
+                      ? static_cast<size_t>(plan.splits) * rows_per_launch * launch.weight.out * sizeof(float)
+                      : 0);
 }
 
 cudaError_t launch_matmul(const MatmulArgs& launch, void* scratch, unsigned* counters, bool decode,
@@ -270,7 +295,7 @@ cudaError_t launch_matmul(const MatmulArgs& launch, void* scratch, unsigned* cou
   p.out_f32 = launch.out_f32;
   p.out_stride = launch.out_stride;
   p.partial = static_cast<float*>(scratch);
-  p.x_vector = aligned16(launch.x) && launch.x_stride % 8 == 0 && p.k % 8 == 0;
+  p.x_vector = x_vector(launch);
   if (weight.affine) {
     if (reinterpret_cast<uintptr_t>(weight.scales) % 4 != 0 ||
         reinterpret_cast<uintptr_t>(weight.biases) % 4 != 0)
@@ -282,6 +307,15 @@ cudaError_t launch_matmul(const MatmulArgs& launch, void* scratch, unsigned* cou
   } else {
     p.dense = static_cast<const uint16_t*>(weight.dense);
     p.dense_vector = aligned16(weight.dense) && p.k % 8 == 0;
+  }
+  int bits = weight.affine ? weight.bits : 0;
+  if (dequantize_first(launch)) {
+    auto* dense = static_cast<uint16_t*>(scratch);
+    if (const cudaError_t code = launch_dequantize(weight, dense, stream); code != cudaSuccess) return code;
+    p.dense = dense;
+    p.dense_vector = true;
+    p.partial = reinterpret_cast<float*>(static_cast<char*>(scratch) + dequantized_bytes(weight));
+    bits = 0;
   }
   const size_t out_size = p.out_f32 ? 4 : 2;
   // Grids hold at most 65535 row tiles, so very tall calls go in slabs (rows are independent).
@@ -295,7 +329,7 @@ cudaError_t launch_matmul(const MatmulArgs& launch, void* scratch, unsigned* cou
     p.tiles_per_split = plan.tiles_per_split;
     p.splits = plan.splits;
     p.cross = plan.cross;
-    cudaError_t code = run_any(p, plan, weight.affine ? weight.bits : 0, stream);
+    cudaError_t code = run_any(p, plan, bits, stream);
     if (code != cudaSuccess) return code;
     if (plan.cross) {
       launch_dependent(reduce_kernel, dim3(blocks_for(p.n, kThreads), static_cast<unsigned>(p.rows)),

@@ -168,10 +168,10 @@ __device__ __forceinline__ uint32_t bf16_pair(float low, float high) {
   return *reinterpret_cast<const uint32_t*>(&pair);
 }
 
-// Writes bf16(product(q) + bias) for one 32-element half-row into the swizzled tile.
-template <int kBits, class Product>
-__device__ __forceinline__ void write_dequantized(uint4* tile, int r, int h, const uint32_t (&words)[kBits],
-                                                  bool present, float bias, Product product) {
+// bf16(product(q) + bias) for one 32-element half-row as four 16-byte chunks, store(q, chunk) for q = 0..3.
+template <int kBits, class Product, class Store>
+__device__ __forceinline__ void write_dequantized(const uint32_t (&words)[kBits], bool present, float bias,
+                                                  Product product, Store store) {
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
     uint32_t pairs[4];
@@ -182,7 +182,26 @@ __device__ __forceinline__ void write_dequantized(uint4* tile, int r, int h, con
       const float high = product(code_at<kBits>(words, j + 1)) + bias;
       pairs[e2] = present ? bf16_pair(low, high) : 0u;
     }
-    tile[swizzled_chunk(r, h * 4 + q)] = make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
+    store(q, make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]));
+  }
+}
+
+// bf16(scale * q + bias) for the 32 codes in `words`, as write_dequantized's chunks.
+template <int kBits, class Store>
+__device__ __forceinline__ void dequantize_words(const uint32_t (&words)[kBits], bool present, float scale,
+                                                 float bias, Store store) {
+  // scale * q without an int-to-float conversion: m = 2^23 + q as bits, fma(scale, m, -scale * 2^23) is the
+  // exact scale * q (representable, and scale * 2^23 is exact), so the sum rounds once as in scale * float(q)
+  // + bias. A scale so large that scale * 2^23 could overflow takes the plain conversion, and so does a bias
+  // of -0 (where the fma's +0 for q = 0 and the plain -0 of a negative scale would give different signs).
+  if (fabsf(scale) < 0x1p100f && !(bias == 0.0f && signbit(bias))) {
+    const float offset = -scale * 8388608.0f;
+    write_dequantized<kBits>(
+        words, present, bias,
+        [&](uint32_t code) { return __fmaf_rn(scale, __uint_as_float(code | 0x4b000000u), offset); }, store);
+  } else {
+    write_dequantized<kBits>(
+        words, present, bias, [&](uint32_t code) { return scale * static_cast<float>(code); }, store);
   }
 }
 
@@ -190,19 +209,8 @@ __device__ __forceinline__ void write_dequantized(uint4* tile, int r, int h, con
 template <int kBits>
 __device__ __forceinline__ void dequantize_half_row(uint4* tile, int r, int h, const uint32_t (&words)[kBits],
                                                     bool present, float scale, float bias) {
-  // scale * q without an int-to-float conversion: m = 2^23 + q as bits, fma(scale, m, -scale * 2^23) is the
-  // exact scale * q (representable, and scale * 2^23 is exact), so the sum rounds once as in scale * float(q)
-  // + bias. A scale so large that scale * 2^23 could overflow takes the plain conversion, and so does a bias
-  // of -0 (where the fma's +0 for q = 0 and the plain -0 of a negative scale would give different signs).
-  if (fabsf(scale) < 0x1p100f && !(bias == 0.0f && signbit(bias))) {
-    const float offset = -scale * 8388608.0f;
-    write_dequantized<kBits>(tile, r, h, words, present, bias, [&](uint32_t code) {
-      return __fmaf_rn(scale, __uint_as_float(code | 0x4b000000u), offset);
-    });
-  } else {
-    write_dequantized<kBits>(tile, r, h, words, present, bias,
-                             [&](uint32_t code) { return scale * static_cast<float>(code); });
-  }
+  dequantize_words<kBits>(words, present, scale, bias,
+                          [&](int q, uint4 chunk) { tile[swizzled_chunk(r, h * 4 + q)] = chunk; });
 }
 
 // The codes of half-row `half` (row half / 2, half half % 2) in a stage ([128 rows][2 halves][kBits words]).
