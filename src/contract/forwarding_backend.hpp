@@ -26,6 +26,7 @@ class ForwardingBackend : public ops::Backend {
   void embed_rows(const ops::EmbedLaunch& launch) override { real_.embed_rows(launch); }
   void rms_norm(const ops::RmsNormLaunch& launch) override { real_.rms_norm(launch); }
   void norm_rope(const ops::NormRopeLaunch& launch) override { real_.norm_rope(launch); }
+  void residual_norm(const ops::ResidualNormLaunch& launch) override { real_.residual_norm(launch); }
   void kv_write(const ops::KvWriteLaunch& launch) override { real_.kv_write(launch); }
   void attention(const ops::AttentionLaunch& launch) override { real_.attention(launch); }
   void matmul(const ops::MatmulLaunch& launch) override { real_.matmul(launch); }

@@ -258,6 +258,11 @@ void CudaBackend::rms_norm(const ops::RmsNormLaunch& launch) {
       "rms_norm", [&] { return launch_rms_norm(norm_args(launch), stream_.get()); },
       [&] { return rows_label("rms_norm", launch.rows * launch.heads, launch.dim); });
 }
+void CudaBackend::residual_norm(const ops::ResidualNormLaunch& launch) {
+  run(
+      "residual_norm", [&] { return launch_residual_norm(residual_norm_args(launch), stream_.get()); },
+      [&] { return rows_label("residual_norm", launch.post.rows, launch.post.dim); });
+}
 void CudaBackend::norm_rope(const ops::NormRopeLaunch& launch) {
   run(
       "norm_rope", [&] { return launch_norm_rope(norm_rope_args(launch), stream_.get()); },

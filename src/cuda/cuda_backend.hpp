@@ -56,6 +56,7 @@ class CudaBackend final : public ops::Backend {
 
   void embed_rows(const ops::EmbedLaunch& launch) override;
   void rms_norm(const ops::RmsNormLaunch& launch) override;
+  void residual_norm(const ops::ResidualNormLaunch& launch) override;
   void norm_rope(const ops::NormRopeLaunch& launch) override;
   void kv_write(const ops::KvWriteLaunch& launch) override;
   void attention(const ops::AttentionLaunch& launch) override;

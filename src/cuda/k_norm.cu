@@ -76,44 +76,75 @@ __device__ __forceinline__ bool aligned16(const void* pointer) {
   return (reinterpret_cast<uintptr_t>(pointer) & 15u) == 0;
 }
 
+// Stages one vector of n bf16 values into shared memory as floats, 8 a load where both allow it.
+__device__ __forceinline__ void stage_vector(const uint16_t* source, float* target, int64_t n) {
+  if (n % 8 == 0 && aligned16(source)) {
+    stage_bf16x8(source, target, n);
+  } else {
+    for (int64_t k = threadIdx.x; k < n; k += blockDim.x) target[k] = bf16_value(source[k]);
+  }
+}
+
+// 1 / sqrt(mean(x^2) + eps) of a staged vector, in inverse_rms's order (16 lanes, each sequential, then the
+// tree), for the whole block: every thread must call it, and gets the value.
+__device__ float block_inverse_rms(const float* values, int64_t dim, float eps) {
+  __shared__ float inverse;
+  __syncthreads();  // the staging (or the caller's last writes) is done
+  if (threadIdx.x < 32) {
+    float sum = 0.0f;
+    if (threadIdx.x < kLanes) {
+#pragma unroll 8
+      for (int64_t k = threadIdx.x; k < dim; k += kLanes) sum = sum + values[k] * values[k];
+    }
+    for (int width = kLanes / 2; width >= 1; width /= 2)
+      sum = sum + __shfl_down_sync(0xffffffffu, sum, width, kLanes);
+    if (threadIdx.x == 0) inverse = 1.0f / sqrtf(sum / static_cast<float>(dim) + eps);
+  }
+  __syncthreads();
+  return inverse;
+}
+
 // One block per vector for long vectors (hidden rows): the block stages x (and the weight) in shared memory
 // so the 16 lanes' sequential sums and the writes read them at shared-memory latency. Same sums, same order.
 __global__ void rms_norm_wide_kernel(RmsNormArgs launch) {
   wait_for_previous_kernel();
   extern __shared__ float values[];  // x, then the weight
-  __shared__ float inverse;
   const int64_t vector = blockIdx.x;
   const int64_t r = vector / launch.heads, h = vector % launch.heads;
   const uint16_t* x = launch.x + r * launch.x_stride + h * launch.dim;
   float* weights = values + launch.dim;
-  const bool packed =
-      launch.dim % 8 == 0 && aligned16(x) && (launch.weight == nullptr || aligned16(launch.weight));
-  if (packed) {
-    stage_bf16x8(x, values, launch.dim);
-    if (launch.weight != nullptr) stage_bf16x8(launch.weight, weights, launch.dim);
-  } else {
-    for (int64_t k = threadIdx.x; k < launch.dim; k += blockDim.x) {
-      values[k] = bf16_value(x[k]);
-      if (launch.weight != nullptr) weights[k] = bf16_value(launch.weight[k]);
-    }
-  }
-  __syncthreads();
-  if (threadIdx.x < 32) {
-    float sum = 0.0f;
-    if (threadIdx.x < kLanes) {
-#pragma unroll 8
-      for (int64_t k = threadIdx.x; k < launch.dim; k += kLanes) sum = sum + values[k] * values[k];
-    }
-    for (int width = kLanes / 2; width >= 1; width /= 2)
-      sum = sum + __shfl_down_sync(0xffffffffu, sum, width, kLanes);
-    if (threadIdx.x == 0) inverse = 1.0f / sqrtf(sum / static_cast<float>(launch.dim) + launch.eps);
-  }
-  __syncthreads();
+  stage_vector(x, values, launch.dim);
+  if (launch.weight != nullptr) stage_vector(launch.weight, weights, launch.dim);
+  const float inverse = block_inverse_rms(values, launch.dim, launch.eps);
   uint16_t* out = launch.out + r * launch.out_stride + h * launch.dim;
   for (int64_t k = threadIdx.x; k < launch.dim; k += blockDim.x) {
     const float value = values[k] * inverse;
     out[k] = bf16_bits(launch.weight != nullptr ? value * weights[k] : value);
   }
+}
+
+// residual_norm, one block a row: h_out = bf16(h + bf16(o * inv_o * w_post)), bf16(h_out * factor) when
+// scaled, then next = bf16(h_out * inv_h * w_next); the staged row holds o, then h_out as rounded.
+__global__ void residual_norm_kernel(ResidualNormArgs launch) {
+  wait_for_previous_kernel();
+  extern __shared__ float values[];
+  const int64_t r = blockIdx.x, dim = launch.post.dim;
+  stage_vector(launch.post.x + r * launch.post.x_stride, values, dim);
+  const float post_inverse = block_inverse_rms(values, dim, launch.post.eps);
+  const uint16_t* h = launch.h + r * launch.h_stride;
+  uint16_t* h_out = launch.h_out + r * launch.h_out_stride;
+  for (int64_t k = threadIdx.x; k < dim; k += blockDim.x) {
+    const float normed = round_bf16(values[k] * post_inverse * bf16_value(launch.post.weight[k]));
+    float sum = round_bf16(bf16_value(h[k]) + normed);
+    if (launch.scaled) sum = round_bf16(sum * launch.factor);
+    values[k] = sum;
+    h_out[k] = bf16_bits(sum);
+  }
+  const RmsNormArgs& next = launch.next_norm;
+  const float next_inverse = block_inverse_rms(values, dim, next.eps);
+  uint16_t* out = next.out + r * next.out_stride;
+  for (int64_t k = threadIdx.x; k < dim; k += blockDim.x)
+    out[k] = bf16_bits(values[k] * next_inverse * bf16_value(next.weight[k]));
 }
 
 __global__ void norm_rope_kernel(RopeParams params) {
@@ -152,6 +183,27 @@ cudaError_t launch_rms_norm(const RmsNormArgs& launch, cudaStream_t stream) {
   }
   launch_dependent(rms_norm_kernel, blocks_for(vectors, kVectorsPerBlock), kThreads, 0, stream, launch);
   return cudaGetLastError();
+}
+
+cudaError_t launch_residual_norm(const ResidualNormArgs& launch, cudaStream_t stream) {
+  const RmsNormArgs& post = launch.post;
+  if (post.rows == 0) return cudaSuccess;
+  const size_t row_shared = static_cast<size_t>(post.dim) * sizeof(float);
+  if (row_shared <= 48 * 1024) {
+    launch_dependent(residual_norm_kernel, static_cast<unsigned>(post.rows), kWideThreads, row_shared, stream,
+                     launch);
+    return cudaGetLastError();
+  }
+  // Rows too wide to stage: the steps as their own launches (ops::Backend::residual_norm's order).
+  const RowsArgs add{launch.h, launch.h_stride,     post.out,  post.out_stride, launch.h_out,
+                     false,    launch.h_out_stride, post.rows, post.dim,        0.0f};
+  const RowsArgs scale{launch.h_out, launch.h_out_stride, nullptr,   0,        launch.h_out,
+                       false,        launch.h_out_stride, post.rows, post.dim, launch.factor};
+  cudaError_t status = launch_rms_norm(post, stream);
+  if (status == cudaSuccess) status = launch_add(add, stream);
+  if (status == cudaSuccess && launch.scaled) status = launch_scale(scale, stream);
+  if (status == cudaSuccess) status = launch_rms_norm(launch.next_norm, stream);
+  return status;
 }
 
 cudaError_t launch_norm_rope(const NormRopeArgs& launch, cudaStream_t stream) {

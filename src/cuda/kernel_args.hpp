@@ -44,6 +44,17 @@ struct RmsNormArgs {
   float eps;
 };
 
+struct ResidualNormArgs {
+  RmsNormArgs post;  // o into next's rows (scratch there where the steps are separate launches)
+  const uint16_t* h;
+  int64_t h_stride;
+  uint16_t* h_out;
+  int64_t h_out_stride;
+  bool scaled;
+  float factor;
+  RmsNormArgs next_norm;
+};
+
 struct NormRopeArgs {
   RmsNormArgs norm;
   const int32_t* positions;

@@ -22,6 +22,11 @@ inline RmsNormArgs norm_args(const ops::RmsNormLaunch& l) {
   return {l.x, l.x_stride, l.weight, l.out, l.out_stride, l.rows, l.heads, l.dim, l.eps};
 }
 
+inline ResidualNormArgs residual_norm_args(const ops::ResidualNormLaunch& l) {
+  return {norm_args(l.post), l.h,      l.h_stride, l.h_out,
+          l.h_out_stride,    l.scaled, l.factor,   norm_args(l.next_norm)};
+}
+
 inline NormRopeArgs norm_rope_args(const ops::NormRopeLaunch& l) {
   return {norm_args(l.norm), l.positions, l.inv_freq};
 }

@@ -22,6 +22,8 @@ size_t current_shared_optin();
 
 cudaError_t launch_embed_rows(const EmbedArgs& launch, cudaStream_t stream);
 cudaError_t launch_rms_norm(const RmsNormArgs& launch, cudaStream_t stream);
+// One kernel a row where the row fits in 48 KiB of shared memory as floats, else the four steps' launches.
+cudaError_t launch_residual_norm(const ResidualNormArgs& launch, cudaStream_t stream);
 cudaError_t launch_norm_rope(const NormRopeArgs& launch, cudaStream_t stream);
 cudaError_t launch_kv_write(const KvWriteArgs& launch, cudaStream_t stream);
 cudaError_t launch_geglu(const RowsArgs& launch, cudaStream_t stream);

@@ -129,6 +129,20 @@ struct RowsLaunch {
   float factor;  // scale: bf16 factor; soft_cap: cap
 };
 
+// Gemma 4's sandwich residual: h_out = bf16(h + post_norm(o)), then bf16(h_out * factor) when scaled, then
+// next = next_norm(h_out). post.x is o and post.out is `next` (its scratch until the last step); next_norm.x
+// is h_out.
+struct ResidualNormLaunch {
+  RmsNormLaunch post;
+  const uint16_t* h;
+  int64_t h_stride;
+  uint16_t* h_out;  // may be h
+  int64_t h_out_stride;
+  bool scaled;
+  float factor;  // already bf16-representable
+  RmsNormLaunch next_norm;
+};
+
 struct ArgmaxLaunch {
   const void* x;
   DType x_dtype;  // bf16 or f32
@@ -197,6 +211,9 @@ class Backend {
   virtual void add(const RowsLaunch& launch) = 0;
   virtual void scale(const RowsLaunch& launch) = 0;
   virtual void soft_cap(const RowsLaunch& launch) = 0;
+  // One launch where a backend fuses the steps (CUDA); by default the steps as their own launches, which is
+  // what the fused kernel must equal bit for bit.
+  virtual void residual_norm(const ResidualNormLaunch& launch);
   virtual void argmax(const ArgmaxLaunch& launch) = 0;
   virtual void sample(const SampleLaunch& launch) = 0;
 };

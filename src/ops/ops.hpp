@@ -15,6 +15,7 @@
 // visible
 //   to it by absolute position), never on the row count, the row's index or the other rows.
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -103,6 +104,16 @@ Status embed_rows(Backend& backend, const TensorView& ids, const Weight& table, 
 // norm); weight: bf16 [dim].
 Status rms_norm(Backend& backend, const TensorView& x, const TensorView* weight, float eps,
                 const TensorView& out);
+
+// Gemma 4's sandwich residual at a block's end: h_out = bf16(h + rms_norm(o, post_weight)), then
+// h_out = bf16(h_out * bf16(*factor)) when a factor is given (the layer scalar), then next = rms_norm(h_out,
+// next_weight) (the next block's input norm). Each step rounds where its own op does, so the result equals
+// rms_norm, add, scale and rms_norm launched in turn. h, o, h_out, next: bf16 [rows, dim]; weights: bf16
+// [dim]. h_out may be h; o is only read; next shares no byte with the others.
+Status residual_norm(Backend& backend, const TensorView& h, const TensorView& o,
+                     const TensorView& post_weight, std::optional<float> factor,
+                     const TensorView& next_weight, float eps, const TensorView& h_out,
+                     const TensorView& next);
 
 // Per-head RMSNorm then RoPE, with HF's rounding: n = rms_norm(x) (bf16), cos/sin = bf16(cos/sin(f32(pos *
 // inv_freq))), out = bf16(bf16(n * cos) + bf16(rotate_half(n) * sin)).

@@ -1,8 +1,10 @@
 // Op entries for the row-wise ops: check operands, then call the backend's typed launcher.
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -91,6 +93,48 @@ Status rms_norm(Backend& backend, const TensorView& x, const TensorView* weight,
   if (!launch) return launch.error();
   backend.rms_norm(*launch);
   return {};
+}
+
+Status residual_norm(Backend& backend, const TensorView& h, const TensorView& o,
+                     const TensorView& post_weight, std::optional<float> factor,
+                     const TensorView& next_weight, float eps, const TensorView& h_out,
+                     const TensorView& next) {
+  constexpr std::string_view where = "ops.residual_norm";
+  const Device device = backend.device();
+  PLUMB_TRY(check_rows(where, "h", h, {DType::bf16}, {kAny, kAny}, device));
+  const int64_t rows = h.dim(0), dim = h.dim(1);
+  for (const auto& [name, view] : {std::pair{"o", &o}, std::pair{"h_out", &h_out}, std::pair{"next", &next}})
+    PLUMB_TRY(check_rows(where, name, *view, {DType::bf16}, {rows, dim}, device));
+  PLUMB_TRY(check_contiguous(where, "post_weight", post_weight, DType::bf16, {dim}, device));
+  PLUMB_TRY(check_contiguous(where, "next_weight", next_weight, DType::bf16, {dim}, device));
+  PLUMB_TRY(check_same_or_disjoint(where, "h_out", h_out, "h", h));
+  PLUMB_TRY(check_disjoint(where, "h_out", h_out, "o", o));
+  for (const auto& [name, view] : {std::pair{"h", &h}, std::pair{"o", &o}, std::pair{"h_out", &h_out}})
+    PLUMB_TRY(check_disjoint(where, "next", next, name, *view));
+  if (!(eps >= 0.0f))
+    return error_at(where, "parameter", "eps", "is negative or NaN", "eps >= 0", fmt::format("{}", eps));
+  if (factor && !std::isfinite(*factor))
+    return error_at(where, "parameter", "factor", "is not finite", "a finite number",
+                    fmt::format("{}", *factor));
+  const auto norm = [&](const TensorView& x, const TensorView& weight) {
+    return RmsNormLaunch{
+        bf16_data(x), row_stride(x), bf16_data(weight), bf16_out(next), row_stride(next), rows, 1, dim, eps};
+  };
+  backend.residual_norm({norm(o, post_weight), bf16_data(h), row_stride(h), bf16_out(h_out),
+                         row_stride(h_out), factor.has_value(), factor ? round_bf16(*factor) : 1.0f,
+                         norm(h_out, next_weight)});
+  return {};
+}
+
+void Backend::residual_norm(const ResidualNormLaunch& launch) {
+  const RmsNormLaunch& post = launch.post;
+  rms_norm(post);  // into `next`, free until the last step
+  add({launch.h, launch.h_stride, post.out, post.out_stride, launch.h_out, DType::bf16, launch.h_out_stride,
+       post.rows, post.dim, 0.0f});
+  if (launch.scaled)
+    scale({launch.h_out, launch.h_out_stride, nullptr, 0, launch.h_out, DType::bf16, launch.h_out_stride,
+           post.rows, post.dim, launch.factor});
+  rms_norm(launch.next_norm);
 }
 
 Status norm_rope(Backend& backend, const TensorView& x, const TensorView* weight, float eps,

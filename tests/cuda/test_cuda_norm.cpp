@@ -1,7 +1,8 @@
-// rms_norm on CUDA equals the CPU backend bit for bit (same 16-lane sum order, correctly rounded division and
-// sqrt); norm_rope's rotation equals the fp32 steps on those normed values with cos and sin each within 2
-// ulp.
+// rms_norm and residual_norm on CUDA equal the CPU backend bit for bit (same 16-lane sum order, correctly
+// rounded division and sqrt); norm_rope's rotation equals the fp32 steps on those normed values with cos and
+// sin each within 2 ulp.
 #include <cmath>
+#include <optional>
 #include <random>
 
 #include "core/half.hpp"
@@ -36,6 +37,44 @@ TEST(CudaNorm, RmsNormEqualsTheCpuBitForBit) {
     const Values w = ops::testing::random_bf16(c.dim, c.dim, -2, 2);
     testing::expect_same_bits(fmt::format("rms_norm {}x{}x{}", c.rows, c.heads, c.dim),
                               run_norm(*gpu(), c, x, w), run_norm(cpu(), c, x, w), 2);
+  }
+}
+
+// residual_norm in place (h_out = h) on `backend`: h_out's bytes, then next's.
+std::vector<uint8_t> run_residual(ops::Backend& backend, int64_t rows, int64_t dim,
+                                  std::optional<float> factor, uint64_t seed) {
+  const Values h = ops::testing::random_bf16(seed, rows * dim, -6, 6);
+  const Values o = ops::testing::random_bf16(seed + 1, rows * dim, -6, 6);
+  const Values post = ops::testing::random_bf16(seed + 2, dim, -2, 2);
+  const Values next_w = ops::testing::random_bf16(seed + 3, dim, -2, 2);
+  DeviceTensor th = ops::testing::device_bf16(backend, h, {rows, dim});
+  DeviceTensor to = ops::testing::device_bf16(backend, o, {rows, dim});
+  DeviceTensor tpost = ops::testing::device_bf16(backend, post, {dim});
+  DeviceTensor tnext = ops::testing::device_bf16(backend, next_w, {dim});
+  DeviceTensor next = ops::testing::device_zeros(backend, DType::bf16, {rows, dim});
+  EXPECT_TRUE(
+      ops::residual_norm(backend, th.view, to.view, tpost.view, factor, tnext.view, 1e-6f, th.view, next.view)
+          .ok());
+  std::vector<uint8_t> bytes = ops::testing::download_bytes(backend, th.view);
+  const std::vector<uint8_t> normed = ops::testing::download_bytes(backend, next.view);
+  bytes.insert(bytes.end(), normed.begin(), normed.end());
+  return bytes;
+}
+
+// The fused kernel (one block a row) and, past 12288 columns, the four launches it stands for, against the
+// CPU's four steps.
+TEST(CudaNorm, ResidualNormEqualsTheCpuStepsBitForBit) {
+  PLUMB_GPU_OR_SKIP();
+  struct Case {
+    int64_t rows, dim;
+    std::optional<float> factor;
+  };
+  for (const Case& c : {Case{1, 3840, std::nullopt}, Case{32, 3840, 0.59765625f}, Case{5, 5376, 1.5f},
+                        Case{3, 100, 0.25f}, Case{2, 12296, 0.75f}}) {
+    const uint64_t seed = static_cast<uint64_t>(c.rows * 7 + c.dim);
+    testing::expect_same_bits(fmt::format("residual_norm {}x{}", c.rows, c.dim),
+                              run_residual(*gpu(), c.rows, c.dim, c.factor, seed),
+                              run_residual(cpu(), c.rows, c.dim, c.factor, seed), 2);
   }
 }
 

@@ -156,5 +156,26 @@ TEST_F(Validation, ARowSliceOfAWiderTensorGivesTheSameRowsAsAContiguousCopy) {
             testing::download_bytes(*backend, from_copy.view));
 }
 
+TEST_F(Validation, ResidualNormNamesTheWrongOperand) {
+  DeviceTensor h = testing::device_zeros(*backend, DType::bf16, {2, 16});
+  DeviceTensor o = testing::device_zeros(*backend, DType::bf16, {2, 16});
+  DeviceTensor next = testing::device_zeros(*backend, DType::bf16, {2, 16});
+  DeviceTensor w = testing::device_bf16(*backend, Values(16, 1.0), {16});
+  DeviceTensor o_short = testing::device_zeros(*backend, DType::bf16, {1, 16});
+  expect_error(residual_norm(*backend, h.view, o_short.view, w.view, 0.5f, w.view, 1e-6f, h.view, next.view),
+               "ops.residual_norm: tensor 'o' has the wrong shape; expected [2, 16], got [1, 16]");
+  expect_error(residual_norm(*backend, h.view, o.view, w.view, 0.5f, w.view, 1e-6f, h.view, h.view),
+               "ops.residual_norm: tensor 'next' overlaps an input; expected no bytes shared with 'h', got "
+               "shared bytes");
+  expect_error(
+      residual_norm(*backend, h.view, o.view, w.view, std::nullopt, w.view, 1e-6f, o.view, next.view),
+      "ops.residual_norm: tensor 'h_out' overlaps an input; expected no bytes shared with 'o', got "
+      "shared bytes");
+  DeviceTensor w_short = testing::device_bf16(*backend, Values(8, 1.0), {8});
+  expect_error(residual_norm(*backend, h.view, o.view, w.view, 0.5f, w_short.view, 1e-6f, h.view, next.view),
+               "ops.residual_norm: tensor 'next_weight' has the wrong shape; expected [16], got [8]");
+  EXPECT_TRUE(residual_norm(*backend, h.view, o.view, w.view, 0.5f, w.view, 1e-6f, h.view, next.view).ok());
+}
+
 }  // namespace
 }  // namespace plumb::ops

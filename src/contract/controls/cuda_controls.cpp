@@ -64,6 +64,22 @@ class RmsNormRoundNormalized final : public CudaControl {
   }
 };
 
+// The real device residual_norm without its layer scalar, then the real scale of h_out: the next norm is
+// taken before the scalar (a fused kernel that normalizes, then scales). The norm hides most of it: only
+// roundings.
+class ResidualNormBeforeScalar final : public CudaControl {
+ public:
+  using CudaControl::CudaControl;
+  void residual_norm(const ops::ResidualNormLaunch& launch) override {
+    ops::ResidualNormLaunch unscaled = launch;
+    unscaled.scaled = false;
+    ForwardingBackend::residual_norm(unscaled);
+    const int64_t rows = launch.post.rows, dim = launch.post.dim;
+    ForwardingBackend::scale({launch.h_out, launch.h_out_stride, nullptr, 0, launch.h_out, DType::bf16,
+                              launch.h_out_stride, rows, dim, launch.factor});
+  }
+};
+
 class MatmulBf16Accumulator final : public CudaControl {
  public:
   using CudaControl::CudaControl;
@@ -149,6 +165,9 @@ void register_cuda_controls(Registry& registry) {
   list.push_back(
       on_cuda<RmsNormRoundNormalized>("rms_norm/round-normalized-cuda", "rms_norm/31b-hidden", Gate::shapes,
                                       "a device kernel that rounds x * inv to bf16 before the weight"));
+  list.push_back(on_cuda<ResidualNormBeforeScalar>(
+      "residual_norm/norm-before-scalar-cuda", "residual_norm/31b-mlp", Gate::shapes,
+      "takes the next norm of h before the layer scalar, then scales h"));
   list.push_back(
       on_cuda<SampleOwnPosition>("sample/own-position-cuda", "sample/logits-f32", Gate::shapes,
                                  "the device draw keyed by the row's position, not the drawn token's"));

@@ -1,4 +1,4 @@
-// Controls for rms_norm and norm_rope.
+// Controls for rms_norm, residual_norm and norm_rope.
 #include <cmath>
 #include <vector>
 
@@ -42,6 +42,36 @@ class RmsNormFault final : public ForwardingBackend {
         uint16_t* out = launch.out + r * launch.out_stride + h * launch.dim;
         for (int64_t k = 0; k < launch.dim; ++k) out[k] = f32_to_bf16(normed[static_cast<size_t>(k)]);
       }
+  }
+};
+
+// residual_norm with the next norm taken over the fp32 sums before their bf16 roundings (a fused kernel that
+// keeps h in registers); h_out itself is right.
+class ResidualNormUnroundedSum final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  void residual_norm(const ops::ResidualNormLaunch& launch) override {
+    const ops::RmsNormLaunch& post = launch.post;
+    const ops::RmsNormLaunch& next = launch.next_norm;
+    std::vector<float> normed(static_cast<size_t>(post.dim)), sums(normed.size());
+    for (int64_t r = 0; r < post.rows; ++r) {
+      norm_vector(post.x + r * post.x_stride, post.weight, post.dim, post.eps, NormFault::none, post.rows,
+                  normed.data());
+      const uint16_t* h = launch.h + r * launch.h_stride;
+      uint16_t* h_out = launch.h_out + r * launch.h_out_stride;
+      float sum_squares = 0.0f;
+      for (int64_t k = 0; k < post.dim; ++k) {
+        const float sum = bf16_to_f32(h[k]) + round_bf16(normed[static_cast<size_t>(k)]);
+        const float factor = launch.scaled ? launch.factor : 1.0f;
+        h_out[k] = f32_to_bf16(round_bf16(sum) * factor);
+        sums[static_cast<size_t>(k)] = sum * factor;
+        sum_squares += sums[static_cast<size_t>(k)] * sums[static_cast<size_t>(k)];
+      }
+      const float inverse = 1.0f / std::sqrt(sum_squares / static_cast<float>(post.dim) + next.eps);
+      for (int64_t k = 0; k < post.dim; ++k)
+        next.out[r * next.out_stride + k] =
+            f32_to_bf16(sums[static_cast<size_t>(k)] * inverse * bf16_to_f32(next.weight[k]));
+    }
   }
 };
 
@@ -101,6 +131,9 @@ void register_norm_controls(Registry& registry) {
       "takes another path for four rows or more, which rounds x * inv to bf16 before the weight"));
   list.push_back(planted<RmsNormFault<NormFault::bf16_sum>>("rms_norm/bf16-sum", "rms_norm/12b-v-global",
                                                             Gate::stress, "accumulates the squares in bf16"));
+  list.push_back(planted<ResidualNormUnroundedSum>(
+      "residual_norm/unrounded-sum", "residual_norm/12b-attention", Gate::shapes,
+      "takes the next norm over h + norm(o) before its bf16 rounding"));
   list.push_back(planted<NormRopeFault<RopeFault::trig_unrounded>>(
       "norm_rope/trig-unrounded", "norm_rope/12b-q-sliding", Gate::shapes,
       "keeps cos and sin in fp32 (MLX's rotation) instead of HF's bf16 tables"));

@@ -1,6 +1,8 @@
-// Forms of rms_norm and norm_rope, with their ranges: the sum of squares in fp32 in any order, rsqrtf within
-// its ulps, cos/sin within theirs, and bf16 wherever HF rounds.
+// Forms of rms_norm, residual_norm and norm_rope, with their ranges: the sum of squares in fp32 in any order,
+// rsqrtf within its ulps, cos/sin within theirs, and bf16 wherever HF rounds.
 #include <algorithm>
+#include <optional>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -12,21 +14,47 @@
 namespace plumb::contract::forms {
 namespace {
 
-// HF Gemma4RMSNorm: (x * rsqrt(mean(x^2) + eps)) * w in fp32, before the final rounding.
-std::vector<Span> rms_norm_vector(const HostData& x, int64_t offset, int64_t dim, const HostData* weight,
-                                  float eps) {
-  std::vector<float> values(static_cast<size_t>(dim));
-  for (int64_t k = 0; k < dim; ++k) values[static_cast<size_t>(k)] = f32_at(x, offset + k);
-  const Span sum_squares = f32_dot(values, values);
+constexpr float kLayerScalar = 0.59765625f;  // a bf16 value, as Gemma 4's layer scalars are
+
+// HF Gemma4RMSNorm: (x * rsqrt(mean(x^2) + eps)) * w in fp32, before the final rounding, over fp32 values
+// each known to lie in its span (one value each where x is a tensor; a range where x is an earlier step's
+// rounded result).
+std::vector<Span> rms_norm_spans(std::span<const Span> x, const HostData* weight, float eps) {
+  const bool exact = std::all_of(x.begin(), x.end(), [](const Span& value) { return value.single(); });
+  Span sum_squares;
+  if (exact) {
+    std::vector<float> values;
+    for (const Span& value : x) values.push_back(static_cast<float>(value.lo));
+    sum_squares = f32_dot(values, values);
+  } else {
+    std::vector<Span> squares;
+    for (const Span& value : x) squares.push_back(f32_mul(value, value));
+    sum_squares = f32_sum(squares);
+  }
+  const auto dim = static_cast<int64_t>(x.size());
   const Span mean = f32_chain(sum_squares / Span::exact(static_cast<double>(dim)), 2);  // / dim or * (1/dim)
   const Span inverse = f32_rsqrt(f32_add(mean, Span::exact(eps)));
   std::vector<Span> out(static_cast<size_t>(dim));
   for (int64_t k = 0; k < dim; ++k) {
-    const Span xk = Span::exact(values[static_cast<size_t>(k)]);
+    const Span& xk = x[static_cast<size_t>(k)];
     out[static_cast<size_t>(k)] =
         weight == nullptr ? f32_mul(xk, inverse) : f32_chain(xk * inverse * exact_at(*weight, k), 2);
   }
   return out;
+}
+
+std::vector<Span> rms_norm_vector(const HostData& x, int64_t offset, int64_t dim, const HostData* weight,
+                                  float eps) {
+  std::vector<Span> values(static_cast<size_t>(dim));
+  for (int64_t k = 0; k < dim; ++k) values[static_cast<size_t>(k)] = exact_at(x, offset + k);
+  return rms_norm_spans(values, weight, eps);
+}
+
+// bf16 weights around 1 (Gemma 4's norms hold w, not 1 + w).
+std::vector<uint16_t> norm_weight(Rng& rng, int64_t dim) {
+  std::vector<uint16_t> weight = gaussian_bf16(rng, dim, 0.5);
+  for (auto& w : weight) w = f32_to_bf16(1.0f + bf16_to_f32(w));
+  return weight;
 }
 
 class NormForm : public Form {
@@ -47,9 +75,7 @@ class NormForm : public Form {
         bf16_data("x", shape, activations(request.inputs, rng, request.rows, width, 3.0), true));
     if (weighted_) {
       Rng shared(request.shared_seed);
-      std::vector<uint16_t> weight = gaussian_bf16(shared, dim_, 0.5);
-      for (auto& w : weight) w = f32_to_bf16(1.0f + bf16_to_f32(w));
-      call.inputs.push_back(bf16_data("weight", {dim_}, weight, false));
+      call.inputs.push_back(bf16_data("weight", {dim_}, norm_weight(shared, dim_), false));
     }
     call.outputs.push_back(HostData::zeros("out", DType::bf16, shape, true));
     return call;
@@ -146,6 +172,63 @@ class NormRopeForm final : public NormForm {
   ops::RopeSpec rope_;
 };
 
+// A block's end: h_out = bf16(h + bf16(norm(o) * w_post)), bf16(h_out * factor) when scaled, next =
+// bf16(norm(h_out) * w_next); next's range is the norm over h_out's ranges.
+class ResidualNormForm final : public Form {
+ public:
+  ResidualNormForm(std::string name, int64_t dim, std::optional<float> factor)
+      : Form("residual_norm", std::move(name),
+             fmt::format("[rows, {}], eps 1e-6, {}", dim,
+                         factor ? fmt::format("layer scalar {}", *factor) : std::string("no scalar"))),
+        dim_(dim),
+        factor_(factor) {
+    stresses = {Inputs::zero_sum, Inputs::cancel_pairs, Inputs::extremes};
+  }
+
+  // h and o per row; the two norm weights shared.
+  Call make_call(const CallRequest& request) const override {
+    Rng rng(request.seed);
+    Call call = empty_call(request);
+    const Shape shape{request.rows, dim_};
+    for (const char* name : {"h", "o"})
+      call.inputs.push_back(
+          bf16_data(name, shape, activations(request.inputs, rng, request.rows, dim_, 3.0), true));
+    Rng shared(request.shared_seed);
+    for (const char* name : {"post_weight", "next_weight"})
+      call.inputs.push_back(bf16_data(name, {dim_}, norm_weight(shared, dim_), false));
+    for (const char* name : {"h_out", "next"})
+      call.outputs.push_back(HostData::zeros(name, DType::bf16, shape, true));
+    return call;
+  }
+
+  Status launch(ops::Backend& backend, const Call&, std::span<const TensorView> in,
+                std::span<const TensorView> out) const override {
+    return ops::residual_norm(backend, in[0], in[1], in[2], factor_, in[3], kRmsEps, out[0], out[1]);
+  }
+
+  std::vector<std::vector<Span>> expected(const Call& call) const override {
+    const HostData& h = call.inputs[0];
+    std::vector<Span> h_out, next;
+    for (int64_t offset = 0; offset < h.elements(); offset += dim_) {
+      const std::vector<Span> normed =
+          rms_norm_vector(call.inputs[1], offset, dim_, &call.inputs[2], kRmsEps);
+      std::vector<Span> row(static_cast<size_t>(dim_));
+      for (int64_t k = 0; k < dim_; ++k) {
+        Span sum = bf16(f32_add(exact_at(h, offset + k), bf16(normed[static_cast<size_t>(k)])));
+        if (factor_) sum = bf16(f32_mul(sum, Span::exact(*factor_)));
+        row[static_cast<size_t>(k)] = sum;
+      }
+      for (const Span& value : rms_norm_spans(row, &call.inputs[3], kRmsEps)) next.push_back(bf16(value));
+      h_out.insert(h_out.end(), row.begin(), row.end());
+    }
+    return {h_out, next};
+  }
+
+ private:
+  int64_t dim_;
+  std::optional<float> factor_;  // bf16-representable
+};
+
 }  // namespace
 
 void register_norm_forms(Registry& registry) {
@@ -153,6 +236,10 @@ void register_norm_forms(Registry& registry) {
   for (const ModelShape& model : {kGemma12b, kGemma31b}) {
     const std::string m = model.name;
     forms.push_back(std::make_unique<RmsNormForm>("rms_norm/" + m + "-hidden", 0, model.hidden, true));
+    forms.push_back(
+        std::make_unique<ResidualNormForm>("residual_norm/" + m + "-attention", model.hidden, std::nullopt));
+    forms.push_back(
+        std::make_unique<ResidualNormForm>("residual_norm/" + m + "-mlp", model.hidden, kLayerScalar));
     forms.push_back(std::make_unique<RmsNormForm>("rms_norm/" + m + "-v-sliding", model.sliding_kv_heads,
                                                   model.sliding_head_dim, false));
     forms.push_back(std::make_unique<RmsNormForm>("rms_norm/" + m + "-v-global", model.global_kv_heads,

@@ -54,15 +54,14 @@ class LayerRunner {
   LayerRunner(const Model& model, std::span<const StreamChunk> chunks, const Workspace& space)
       : model_(model), backend_(*model.backend), chunks_(chunks), space_(space), rows_(space.rows) {}
 
+  // The layer's input norm is already in xn; leaves the next layer's (or the final) norm of h there.
   Status run(size_t index) {
     PLUMB_TRY(attention_block(index));
-    PLUMB_TRY(mlp_block(index));
-    const TensorView h = space_.h.view;
-    return ops::scale(backend_, h, model_.weights.layers[index].layer_scalar, h);
+    return mlp_block(index);
   }
 
  private:
-  // h += post_attention_norm(o_proj(attention(q, cache))).
+  // h += post_attention_norm(o_proj(attention(q, cache))); xn = pre_feedforward_norm(h).
   Status attention_block(size_t index) {
     const LayerSpec& spec = model_.config.layers[index];
     const LayerWeights& weights = model_.weights.layers[index];
@@ -72,7 +71,6 @@ class LayerRunner {
     const TensorView v = shaped(space_.v, {rows_, spec.kv_heads, spec.head_dim});
     const TensorView attn = shaped(space_.attn, {rows_, spec.heads, spec.head_dim});
     const ops::RopeSpec& rope = spec.rope;
-    PLUMB_TRY(ops::rms_norm(backend_, space_.h.view, &weights.input_norm, eps, space_.xn.view));
     PLUMB_TRY(ops::matmul(backend_, space_.xn.view, weights.q_proj,
                           shaped(space_.q, {rows_, spec.heads * spec.head_dim})));
     PLUMB_TRY(ops::norm_rope(backend_, q, &weights.q_norm, eps, space_.positions.view, rope, q));
@@ -98,21 +96,26 @@ class LayerRunner {
     PLUMB_TRY(ops::attention(backend_, q, space_.positions.view, segments, {spec.window, 1.0f}, attn));
     const TensorView attn_flat = shaped(space_.attn, {rows_, spec.heads * spec.head_dim});
     PLUMB_TRY(ops::matmul(backend_, attn_flat, weights.o_proj, space_.o.view));
-    PLUMB_TRY(ops::rms_norm(backend_, space_.o.view, &weights.post_attention_norm, eps, space_.o.view));
-    return ops::add(backend_, space_.h.view, space_.o.view, space_.h.view);
+    const TensorView h = space_.h.view;
+    return ops::residual_norm(backend_, h, space_.o.view, weights.post_attention_norm, std::nullopt,
+                              weights.pre_feedforward_norm, eps, h, space_.xn.view);
   }
 
-  // h += post_feedforward_norm(down(gelu_tanh(gate(x)) * up(x))), x = pre_feedforward_norm(h).
+  // h = (h + post_feedforward_norm(down(gelu_tanh(gate(xn)) * up(xn)))) * layer_scalar; xn = the next
+  // layer's input norm of h, or the final norm after the last layer.
   Status mlp_block(size_t index) {
     const LayerWeights& weights = model_.weights.layers[index];
     const float eps = model_.config.rms_norm_eps;
-    PLUMB_TRY(ops::rms_norm(backend_, space_.h.view, &weights.pre_feedforward_norm, eps, space_.xn.view));
     PLUMB_TRY(ops::matmul(backend_, space_.xn.view, weights.gate_proj, space_.gate.view));
     PLUMB_TRY(ops::matmul(backend_, space_.xn.view, weights.up_proj, space_.up.view));
     PLUMB_TRY(ops::geglu(backend_, space_.gate.view, space_.up.view, space_.gate.view));
     PLUMB_TRY(ops::matmul(backend_, space_.gate.view, weights.down_proj, space_.o.view));
-    PLUMB_TRY(ops::rms_norm(backend_, space_.o.view, &weights.post_feedforward_norm, eps, space_.o.view));
-    return ops::add(backend_, space_.h.view, space_.o.view, space_.h.view);
+    const std::vector<LayerWeights>& layers = model_.weights.layers;
+    const TensorView& next_norm =
+        index + 1 < layers.size() ? layers[index + 1].input_norm : model_.weights.final_norm;
+    const TensorView h = space_.h.view;
+    return ops::residual_norm(backend_, h, space_.o.view, weights.post_feedforward_norm, weights.layer_scalar,
+                              next_norm, eps, h, space_.xn.view);
   }
 
   const Model& model_;
@@ -122,7 +125,8 @@ class LayerRunner {
   int64_t rows_;
 };
 
-// The final norm is in space.xn; launches the (tied) head and the soft cap for the rows that need logits.
+// The final norm is in space.xn (the last layer's residual_norm); launches the (tied) head and the soft cap
+// for the rows that need logits.
 Status launch_head(const Model& model, std::span<const StreamChunk> chunks, const Workspace& space,
                    const HeadRows& head) {
   ops::Backend& backend = *model.backend;
@@ -238,10 +242,10 @@ Status launch_forward(const Model& model, std::span<const StreamChunk> chunks,
   const Workspace& space = tensors.space;
   const float embed_scale = static_cast<float>(std::sqrt(static_cast<double>(model.config.hidden)));
   PLUMB_TRY(ops::embed_rows(backend, space.ids.view, model.weights.embed, embed_scale, space.h.view));
+  PLUMB_TRY(ops::rms_norm(backend, space.h.view, &model.weights.layers.front().input_norm,
+                          model.config.rms_norm_eps, space.xn.view));
   LayerRunner runner(model, chunks, space);
   for (size_t index = 0; index < model.config.layers.size(); ++index) PLUMB_TRY(runner.run(index));
-  PLUMB_TRY(ops::rms_norm(backend, space.h.view, &model.weights.final_norm, model.config.rms_norm_eps,
-                          space.xn.view));
   PLUMB_TRY(launch_head(model, chunks, space, tensors.head));
   if (!tensors.draws.ids.storage) return {};
   return ops::sample(backend, tensors.head.values().view, tensors.draws.params.view, tensors.draws.ids.view);
