@@ -2,6 +2,9 @@
 // out = bf16(bf16(n * c) + bf16(rotate_half(n) * s)) with c, s = bf16(cos/sin(f32(p) * inv_freq)).
 // The sum of squares uses the CPU backend's order (element k to lane k % 16, lanes sequential, then a tree of
 // 8, 4, 2, 1) and --fmad=false, so the norm and its bf16 rounding points match it bit for bit.
+#include <cstdlib>
+#include <string_view>
+
 #include "cuda/bf16.cuh"
 #include "cuda/dependent_launch.cuh"
 #include "cuda/launchers.hpp"
@@ -124,27 +127,51 @@ __global__ void rms_norm_wide_kernel(RmsNormArgs launch) {
 }
 
 // residual_norm, one block a row: h_out = bf16(h + bf16(o * inv_o * w_post)), bf16(h_out * factor) when
-// scaled, then next = bf16(h_out * inv_h * w_next); the staged row holds o, then h_out as rounded.
-__global__ void residual_norm_kernel(ResidualNormArgs launch) {
+// scaled, then next = bf16(h_out * inv_h * w_next); the staged row holds o, then h_out as rounded. Each
+// thread keeps its kPerThread columns' weights (read before the wait: no launch writes them) and h in
+// registers, so the row costs one memory round trip before the sums.
+template <int kPerThread>
+__global__ void __launch_bounds__(kWideThreads) residual_norm_kernel(ResidualNormArgs launch) {
+  const RmsNormArgs& post = launch.post;
+  const RmsNormArgs& next = launch.next_norm;
+  const auto dim = static_cast<int>(post.dim);
+  float post_weight[kPerThread], next_weight[kPerThread], h[kPerThread];
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int k = static_cast<int>(threadIdx.x) + i * kWideThreads;
+    post_weight[i] = k < dim ? bf16_value(post.weight[k]) : 0.0f;
+    next_weight[i] = k < dim ? bf16_value(next.weight[k]) : 0.0f;
+  }
   wait_for_previous_kernel();
   extern __shared__ float values[];
-  const int64_t r = blockIdx.x, dim = launch.post.dim;
-  stage_vector(launch.post.x + r * launch.post.x_stride, values, dim);
-  const float post_inverse = block_inverse_rms(values, dim, launch.post.eps);
-  const uint16_t* h = launch.h + r * launch.h_stride;
+  const int64_t r = blockIdx.x;
+  const uint16_t* h_row = launch.h + r * launch.h_stride;
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int k = static_cast<int>(threadIdx.x) + i * kWideThreads;
+    h[i] = k < dim ? bf16_value(h_row[k]) : 0.0f;
+  }
+  stage_vector(post.x + r * post.x_stride, values, dim);
+  const float post_inverse = block_inverse_rms(values, dim, post.eps);
   uint16_t* h_out = launch.h_out + r * launch.h_out_stride;
-  for (int64_t k = threadIdx.x; k < dim; k += blockDim.x) {
-    const float normed = round_bf16(values[k] * post_inverse * bf16_value(launch.post.weight[k]));
-    float sum = round_bf16(bf16_value(h[k]) + normed);
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int k = static_cast<int>(threadIdx.x) + i * kWideThreads;
+    if (k >= dim) break;
+    const float normed = round_bf16(values[k] * post_inverse * post_weight[i]);
+    float sum = round_bf16(h[i] + normed);
     if (launch.scaled) sum = round_bf16(sum * launch.factor);
     values[k] = sum;
     h_out[k] = bf16_bits(sum);
   }
-  const RmsNormArgs& next = launch.next_norm;
   const float next_inverse = block_inverse_rms(values, dim, next.eps);
   uint16_t* out = next.out + r * next.out_stride;
-  for (int64_t k = threadIdx.x; k < dim; k += blockDim.x)
-    out[k] = bf16_bits(values[k] * next_inverse * bf16_value(next.weight[k]));
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int k = static_cast<int>(threadIdx.x) + i * kWideThreads;
+    if (k >= dim) break;
+    out[k] = bf16_bits(values[k] * next_inverse * next_weight[i]);
+  }
 }
 
 __global__ void norm_rope_kernel(RopeParams params) {
@@ -170,6 +197,15 @@ __global__ void norm_rope_kernel(RopeParams params) {
   }
 }
 
+// PLUMB_CUDA_FUSED_NORM=0 runs residual_norm as its four steps' launches (for A/B in one build).
+bool fused_residual_norm() {
+  static const bool on = [] {
+    const char* value = std::getenv("PLUMB_CUDA_FUSED_NORM");
+    return value == nullptr || std::string_view(value) != "0";
+  }();
+  return on;
+}
+
 }  // namespace
 
 cudaError_t launch_rms_norm(const RmsNormArgs& launch, cudaStream_t stream) {
@@ -189,12 +225,17 @@ cudaError_t launch_residual_norm(const ResidualNormArgs& launch, cudaStream_t st
   const RmsNormArgs& post = launch.post;
   if (post.rows == 0) return cudaSuccess;
   const size_t row_shared = static_cast<size_t>(post.dim) * sizeof(float);
-  if (row_shared <= 48 * 1024) {
-    launch_dependent(residual_norm_kernel, static_cast<unsigned>(post.rows), kWideThreads, row_shared, stream,
-                     launch);
+  const auto blocks = static_cast<unsigned>(post.rows);
+  if (fused_residual_norm() && post.dim <= 8 * kWideThreads) {
+    launch_dependent(residual_norm_kernel<8>, blocks, kWideThreads, row_shared, stream, launch);
     return cudaGetLastError();
   }
-  // Rows too wide to stage: the steps as their own launches (ops::Backend::residual_norm's order).
+  if (fused_residual_norm() && post.dim <= 24 * kWideThreads) {
+    launch_dependent(residual_norm_kernel<24>, blocks, kWideThreads, row_shared, stream, launch);
+    return cudaGetLastError();
+  }
+  // Rows too wide for the kernel's registers, or the switch off: the steps as their own launches
+  // (ops::Backend::residual_norm's order).
   const RowsArgs add{launch.h, launch.h_stride,     post.out,  post.out_stride, launch.h_out,
                      false,    launch.h_out_stride, post.rows, post.dim,        0.0f};
   const RowsArgs scale{launch.h_out, launch.h_out_stride, nullptr,   0,        launch.h_out,
