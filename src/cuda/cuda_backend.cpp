@@ -259,6 +259,7 @@ void CudaBackend::rms_norm(const ops::RmsNormLaunch& launch) {
       [&] { return rows_label("rms_norm", launch.rows * launch.heads, launch.dim); });
 }
 void CudaBackend::residual_norm(const ops::ResidualNormLaunch& launch) {
+  if (!residual_norm_fused(launch.post.dim)) return ops::Backend::residual_norm(launch);  // four launches
   run(
       "residual_norm", [&] { return launch_residual_norm(residual_norm_args(launch), stream_.get()); },
       [&] { return rows_label("residual_norm", launch.post.rows, launch.post.dim); });

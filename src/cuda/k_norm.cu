@@ -17,8 +17,9 @@ constexpr int kLanes = 16;
 constexpr int kThreads = 256;
 constexpr int kVectorsPerBlock = kThreads / kLanes;
 constexpr int kMaxRopePairs = 512;
-constexpr int64_t kWideDim = 1024;  // vectors at least this long get a block each (rms_norm_wide_kernel)
-constexpr int kWideThreads = 512;   // 3840 / 8 = 480 packed loads: one per thread
+constexpr int64_t kWideDim = 1024;    // vectors at least this long get a block each (rms_norm_wide_kernel)
+constexpr int kWideThreads = 512;     // 3840 / 8 = 480 packed loads: one per thread
+constexpr int kMaxFusedColumns = 24;  // residual_norm's columns a thread: 12288-wide rows, 48 KiB staged
 
 struct RopeParams {
   RmsNormArgs norm;
@@ -198,7 +199,7 @@ __global__ void norm_rope_kernel(RopeParams params) {
 }
 
 // PLUMB_CUDA_FUSED_NORM=0 runs residual_norm as its four steps' launches (for A/B in one build).
-bool fused_residual_norm() {
+bool fused_norm_switch_on() {
   static const bool on = [] {
     const char* value = std::getenv("PLUMB_CUDA_FUSED_NORM");
     return value == nullptr || std::string_view(value) != "0";
@@ -221,30 +222,22 @@ cudaError_t launch_rms_norm(const RmsNormArgs& launch, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+bool residual_norm_fused(int64_t dim) {
+  return fused_norm_switch_on() && dim <= kMaxFusedColumns * kWideThreads;
+}
+
 cudaError_t launch_residual_norm(const ResidualNormArgs& launch, cudaStream_t stream) {
   const RmsNormArgs& post = launch.post;
+  if (!residual_norm_fused(post.dim)) return cudaErrorInvalidValue;
   if (post.rows == 0) return cudaSuccess;
   const size_t row_shared = static_cast<size_t>(post.dim) * sizeof(float);
   const auto blocks = static_cast<unsigned>(post.rows);
-  if (fused_residual_norm() && post.dim <= 8 * kWideThreads) {
+  if (post.dim <= 8 * kWideThreads)
     launch_dependent(residual_norm_kernel<8>, blocks, kWideThreads, row_shared, stream, launch);
-    return cudaGetLastError();
-  }
-  if (fused_residual_norm() && post.dim <= 24 * kWideThreads) {
-    launch_dependent(residual_norm_kernel<24>, blocks, kWideThreads, row_shared, stream, launch);
-    return cudaGetLastError();
-  }
-  // Rows too wide for the kernel's registers, or the switch off: the steps as their own launches
-  // (ops::Backend::residual_norm's order).
-  const RowsArgs add{launch.h, launch.h_stride,     post.out,  post.out_stride, launch.h_out,
-                     false,    launch.h_out_stride, post.rows, post.dim,        0.0f};
-  const RowsArgs scale{launch.h_out, launch.h_out_stride, nullptr,   0,        launch.h_out,
-                       false,        launch.h_out_stride, post.rows, post.dim, launch.factor};
-  cudaError_t status = launch_rms_norm(post, stream);
-  if (status == cudaSuccess) status = launch_add(add, stream);
-  if (status == cudaSuccess && launch.scaled) status = launch_scale(scale, stream);
-  if (status == cudaSuccess) status = launch_rms_norm(launch.next_norm, stream);
-  return status;
+  else
+    launch_dependent(residual_norm_kernel<kMaxFusedColumns>, blocks, kWideThreads, row_shared, stream,
+                     launch);
+  return cudaGetLastError();
 }
 
 cudaError_t launch_norm_rope(const NormRopeArgs& launch, cudaStream_t stream) {
