@@ -209,6 +209,34 @@ void bench_attention(CudaBackend& backend, int64_t heads, int64_t kv_heads, int6
       heads, kv_heads, dim, window, context, rows, ms, replay);
 }
 
+// Decode attention of `streams` streams, a row each at position context - 1 of its own cache (as a decode
+// step of that many streams runs it: one segment a stream), so the per-row score and values kernels run.
+void bench_attention_streams(CudaBackend& backend, int64_t heads, int64_t kv_heads, int64_t dim,
+                             int64_t window, int64_t context, int64_t streams) {
+  const int64_t capacity = window > 0 ? ops::kv_capacity(window, 1) : context;
+  std::vector<DeviceTensor> caches;
+  std::vector<ops::KvSegment> segments;
+  for (int64_t s = 0; s < streams; ++s) {
+    caches.push_back(tensor(backend, DType::bf16, {capacity, kv_heads, dim}, 31 + 2 * s, -0.1f, 0.1f));
+    caches.push_back(tensor(backend, DType::bf16, {capacity, kv_heads, dim}, 32 + 2 * s));
+  }
+  for (int64_t s = 0; s < streams; ++s)
+    segments.push_back({s, 1, {caches[2 * s].view, caches[2 * s + 1].view, context}});
+  DeviceTensor q = tensor(backend, DType::bf16, {streams, heads, dim}, 23, -0.1f, 0.1f);
+  DeviceTensor out = tensor(backend, DType::bf16, {streams, heads, dim}, 24);
+  std::vector<int32_t> positions(static_cast<size_t>(streams), static_cast<int32_t>(context - 1));
+  auto p = backend.allocate(DType::i32, {streams});
+  if (!p) require(p.error());
+  require(backend.upload(TensorView::contiguous(positions.data(), DType::i32, {streams}), p->view));
+  const auto attend = [&] {
+    require(ops::attention(backend, q.view, p->view, segments, {window, 1.0f}, out.view));
+  };
+  fmt::print(
+      "attention heads {}/{} dim {} window {:>4} context {:>5} streams {:>3}: {:8.3f} ms eager, {:8.3f} ms "
+      "graph\n",
+      heads, kv_heads, dim, window, context, streams, median_ms(backend, attend), graph_ms(backend, attend));
+}
+
 // The same draws on the host, as the engine made them before the device drew: download the logits, draw
 // each row (ops::draw_keyed); the median of 3.
 double host_draw_ms(CudaBackend& backend, const TensorView& logits,
@@ -299,7 +327,8 @@ void bench_norm(CudaBackend& backend) {
 }
 
 // Sections to run: all without arguments, else those named (matmul-bf16, matmul-4bit, attention, sample,
-// norm); matmul-prompt or attention-prompt alone runs only the prompt rows of the bf16 matmuls or attention.
+// norm); matmul-prompt or attention-prompt alone runs only the prompt rows of the bf16 matmuls or attention,
+// attention-decode alone the decode rows of 1 and 32 streams.
 int run(const std::vector<std::string>& sections) {
   const auto wanted = [&](std::string_view name) {
     return sections.empty() || std::find(sections.begin(), sections.end(), name) != sections.end();
@@ -334,6 +363,14 @@ int run(const std::vector<std::string>& sections) {
     }
     bench_attention(backend, 16, 8, 256, 1024, 2048, 2048);
     bench_attention(backend, 16, 1, 512, 0, 2048, 2048);
+  }
+  // Decode steps of 1 and 32 streams alone (the per-row kernels), for A/B of those kernels.
+  if (sections.size() == 1 && sections[0] == "attention-decode") {
+    for (int64_t streams : {1, 32})
+      for (int64_t context : {140, 1024}) {
+        bench_attention_streams(backend, 16, 8, 256, 1024, context, streams);
+        bench_attention_streams(backend, 16, 1, 512, 0, context, streams);
+      }
   }
   if (wanted("sample")) bench_sample(backend);
   if (wanted("norm")) bench_norm(backend);
