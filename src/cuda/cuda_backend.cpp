@@ -1,7 +1,5 @@
 #include "cuda/cuda_backend.hpp"
 
-#include <cstdlib>
-
 #include <fmt/format.h>
 
 #include "cuda/check.hpp"
@@ -23,10 +21,8 @@ Status check_device(std::string_view where, std::string_view name, const TensorV
 
 CudaOptions CudaOptions::from_environment() {
   CudaOptions options;
-  const char* decode = std::getenv("PLUMB_CUDA_DECODE_MATMUL");
-  options.decode_matmul = decode == nullptr || std::string_view(decode) != "0";
-  const char* graphs = std::getenv("PLUMB_CUDA_GRAPHS");
-  options.graphs = graphs == nullptr || std::string_view(graphs) != "0";
+  options.decode_matmul = env_switch_on("PLUMB_CUDA_DECODE_MATMUL");
+  options.graphs = env_switch_on("PLUMB_CUDA_GRAPHS");
   return options;
 }
 

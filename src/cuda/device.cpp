@@ -142,12 +142,14 @@ size_t current_shared_optin() {
   return device != nullptr ? static_cast<size_t>(device->shared_per_block_optin) : 0;
 }
 
+bool env_switch_on(const char* variable) {
+  const char* value = std::getenv(variable);
+  return value == nullptr || std::strcmp(value, "0") != 0;
+}
+
 bool dependent_launch_supported() {
   // PLUMB_CUDA_DEPENDENT_LAUNCH=0 queues every kernel in plain stream order (to measure what overlap gives).
-  static const bool allowed = [] {
-    const char* value = std::getenv("PLUMB_CUDA_DEPENDENT_LAUNCH");
-    return value == nullptr || std::strcmp(value, "0") != 0;
-  }();
+  static const bool allowed = env_switch_on("PLUMB_CUDA_DEPENDENT_LAUNCH");
   return allowed && current_compute_capability() >= 90;
 }
 

@@ -217,24 +217,7 @@ cudaError_t run_bits(const Params& p, const Plan& plan, cudaStream_t stream) {
 }
 
 cudaError_t run_any(const Params& p, const Plan& plan, int bits, cudaStream_t stream) {
-  switch (bits) {
-    case 0:
-      return run_bits<0>(p, plan, stream);
-    case 2:
-      return run_bits<2>(p, plan, stream);
-    case 3:
-      return run_bits<3>(p, plan, stream);
-    case 4:
-      return run_bits<4>(p, plan, stream);
-    case 5:
-      return run_bits<5>(p, plan, stream);
-    case 6:
-      return run_bits<6>(p, plan, stream);
-    case 8:
-      return run_bits<8>(p, plan, stream);
-    default:
-      return cudaErrorInvalidValue;
-  }
+  return with_bits(bits, [&](auto width) { return run_bits<decltype(width)::value>(p, plan, stream); });
 }
 
 bool aligned16(const void* pointer) {

@@ -4,8 +4,6 @@
 // tiles would have made, in the same order, so the bits are those of the affine path; the copies cost about
 // 4.5 bytes a weight, which calls of a few hundred rows repay (the affine ring dequantizes every stage in its
 // consumers, at less than half the bf16 ring's rate). PLUMB_CUDA_DEQUANT_MATMUL=0 turns it off.
-#include <cstdlib>
-#include <string_view>
 
 #include "cuda/dependent_launch.cuh"
 #include "cuda/k_matmul_tiles.cuh"
@@ -45,10 +43,7 @@ cudaError_t run_dequantize(const WeightArgs& weight, uint16_t* dense, cudaStream
 }
 
 bool enabled() {
-  static const bool on = [] {
-    const char* value = std::getenv("PLUMB_CUDA_DEQUANT_MATMUL");
-    return value == nullptr || std::string_view(value) != "0";
-  }();
+  static const bool on = env_switch_on("PLUMB_CUDA_DEQUANT_MATMUL");
   return on;
 }
 
@@ -66,22 +61,13 @@ size_t dequantized_bytes(const WeightArgs& weight) {
 }
 
 cudaError_t launch_dequantize(const WeightArgs& weight, uint16_t* dense, cudaStream_t stream) {
-  switch (weight.bits) {
-    case 2:
-      return run_dequantize<2>(weight, dense, stream);
-    case 3:
-      return run_dequantize<3>(weight, dense, stream);
-    case 4:
-      return run_dequantize<4>(weight, dense, stream);
-    case 5:
-      return run_dequantize<5>(weight, dense, stream);
-    case 6:
-      return run_dequantize<6>(weight, dense, stream);
-    case 8:
-      return run_dequantize<8>(weight, dense, stream);
-    default:
-      return cudaErrorInvalidValue;
-  }
+  return with_bits(weight.bits, [&](auto width) {
+    constexpr int kBits = decltype(width)::value;
+    if constexpr (kBits == 0)
+      return cudaErrorInvalidValue;  // bf16 needs no dequantizing
+    else
+      return run_dequantize<kBits>(weight, dense, stream);
+  });
 }
 
 }  // namespace plumb::cuda::matmul

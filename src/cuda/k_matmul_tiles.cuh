@@ -7,12 +7,38 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/bf16.cuh"
 #include "cuda/mma.cuh"
 #include "cuda/wgmma.cuh"
 
 namespace plumb::cuda::matmul {
+
+// run(std::integral_constant<int, kBits>{}) for the weight widths the matmul kernels take (0: bf16, else MLX
+// affine bits); cudaErrorInvalidValue for any other.
+template <class Run>
+cudaError_t with_bits(int bits, const Run& run) {
+  using std::integral_constant;
+  switch (bits) {
+    case 0:
+      return run(integral_constant<int, 0>{});
+    case 2:
+      return run(integral_constant<int, 2>{});
+    case 3:
+      return run(integral_constant<int, 3>{});
+    case 4:
+      return run(integral_constant<int, 4>{});
+    case 5:
+      return run(integral_constant<int, 5>{});
+    case 6:
+      return run(integral_constant<int, 6>{});
+    case 8:
+      return run(integral_constant<int, 8>{});
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
 
 constexpr int kTileN = 128;
 constexpr int kTileK = 64;

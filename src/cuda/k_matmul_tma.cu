@@ -8,7 +8,6 @@
 #include <cudaTypedefs.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string_view>
 
 #include "cuda/dependent_launch.cuh"
@@ -236,10 +235,7 @@ bool encode_rows(CUtensorMap& map, const void* matrix, CUtensorMapDataType type,
 }
 
 bool ring_enabled() {
-  static const bool enabled = [] {
-    const char* value = std::getenv("PLUMB_CUDA_TMA_MATMUL");
-    return value == nullptr || std::string_view(value) != "0";
-  }();
+  static const bool enabled = env_switch_on("PLUMB_CUDA_TMA_MATMUL");
   return enabled;
 }
 

@@ -2,8 +2,6 @@
 // out = bf16(bf16(n * c) + bf16(rotate_half(n) * s)) with c, s = bf16(cos/sin(f32(p) * inv_freq)).
 // The sum of squares uses the CPU backend's order (element k to lane k % 16, lanes sequential, then a tree of
 // 8, 4, 2, 1) and --fmad=false, so the norm and its bf16 rounding points match it bit for bit.
-#include <cstdlib>
-#include <string_view>
 
 #include "cuda/bf16.cuh"
 #include "cuda/dependent_launch.cuh"
@@ -200,10 +198,7 @@ __global__ void norm_rope_kernel(RopeParams params) {
 
 // PLUMB_CUDA_FUSED_NORM=0 runs residual_norm as its four steps' launches (for A/B in one build).
 bool fused_norm_switch_on() {
-  static const bool on = [] {
-    const char* value = std::getenv("PLUMB_CUDA_FUSED_NORM");
-    return value == nullptr || std::string_view(value) != "0";
-  }();
+  static const bool on = env_switch_on("PLUMB_CUDA_FUSED_NORM");
   return on;
 }
 

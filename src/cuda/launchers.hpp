@@ -10,6 +10,10 @@
 
 namespace plumb::cuda {
 
+// A fast path's environment switch: on unless the variable is "0" (PLUMB_CUDA_GRAPHS=0 and the like turn a
+// path off for comparisons; none changes a bit). Callers read it once and keep the answer.
+bool env_switch_on(const char* variable);
+
 // Loads a trivial kernel: fails when the driver has no image of this build for the current device.
 cudaError_t probe_kernel_image();
 
