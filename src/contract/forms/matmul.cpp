@@ -138,6 +138,10 @@ class MatmulForm final : public Form {
     // 130 rows take the backend's prompt path (CUDA: the 128-row wgmma tile), which gate 2 then compares with
     // rows alone and in small batches (mma.sync tiles).
     batch_rows = {1, 3, 8, 130};
+    // 260 rows of an affine weight take the dequantize-first path (CUDA: dense bf16 scratch through the
+    // ring), which gate 2 compares with the decode kernel's rows; on the smaller weights only, for the CPU's
+    // time.
+    if (spec.affine() && spec.out * spec.in <= int64_t{2048} * 5376) batch_rows.push_back(260);
     shape_rows = 2;
   }
 
