@@ -245,6 +245,41 @@ __device__ __forceinline__ void partition_dots(const uint16_t* queries, const ui
   }
 }
 
+// Elements d and d + 1 of a bf16 row as one mma operand register (d in the low half), zeros past dim or for
+// a row of zeros (nullptr). aligned: dim % 8 == 0 and the row 4-byte aligned, so one 32-bit load.
+__device__ __forceinline__ uint32_t bf16_pair(const uint16_t* row, int d, int dim, bool aligned) {
+  if (row == nullptr || d >= dim) return 0u;
+  if (aligned) return *reinterpret_cast<const uint32_t*>(row + d);
+  const uint32_t high = d + 1 < dim ? row[d + 1] : uint16_t{0};
+  return row[d] | high << 16;
+}
+
+// partition_dots with the fragments read straight from the rows instead of ldmatrix from staged rows: the
+// same values into the same mma steps in the same order, so the same dots. The lane's rows: query slots
+// lane / 4 and lane / 4 + 8, keys key0 + lane / 4 and key0 + 8 + lane / 4 (nullptr: a row of zeros). The
+// per-row score kernel uses each key once, where staging cost a block's shared memory and a barrier.
+__device__ __forceinline__ void partition_dots_direct(const uint16_t* q_low, const uint16_t* q_high,
+                                                      bool queries_aligned, const uint16_t* key_low,
+                                                      const uint16_t* key_high, bool keys_aligned, int dim,
+                                                      float (&dots)[2][4]) {
+  const int pair = static_cast<int>(threadIdx.x % 4) * 2;
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dots[nt][e] = 0.0f;
+#pragma unroll 8
+  for (int k = 0; k < dot_width(dim); k += kDotStep) {
+    const int d = k + pair;
+    const uint32_t a[4] = {
+        bf16_pair(q_low, d, dim, queries_aligned), bf16_pair(q_high, d, dim, queries_aligned),
+        bf16_pair(q_low, d + 8, dim, queries_aligned), bf16_pair(q_high, d + 8, dim, queries_aligned)};
+    mma_bf16(dots[0], a, bf16_pair(key_low, d, dim, keys_aligned),
+             bf16_pair(key_low, d + 8, dim, keys_aligned));
+    mma_bf16(dots[1], a, bf16_pair(key_high, d, dim, keys_aligned),
+             bf16_pair(key_high, d + 8, dim, keys_aligned));
+  }
+}
+
 // The loop `top = -inf; for k: top = top < x_k ? x_k : top`. That loop ends on the earliest x_k of the
 // largest value (never a NaN; of +0 and -0 the earlier), and so does this: each thread scans a contiguous run
 // with the same step, then runs are joined left to right, the right run winning only when strictly greater.

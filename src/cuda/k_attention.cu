@@ -28,17 +28,14 @@ namespace {
 
 using namespace attention;  // the kernels' own pieces (attention_device.cuh)
 
-// One block per (partition, kv head and chunk of its query heads, row): the chunk's query rows and the
-// partition's visible keys staged as bf16, a warp's tensor-core dots per 16 keys (partition_dots, as the
-// tiled kernel makes them), then each head's (max, sum exp).
+// One block per (partition, kv head and chunk of its query heads, row): a warp's tensor-core dots per 16 keys
+// with the operands read from the query and cache rows (partition_dots_direct: the prompt tiles' steps on
+// staged rows), then each head's (max, sum exp).
 template <int H, bool kVector>
 __global__ void __launch_bounds__(kThreads) score_kernel(Params params) {
   static_assert(H <= kScoreSlots, "a block's heads are rows of one mma tile");
   wait_for_previous_kernel();
-  extern __shared__ float4 dynamic_shared[];
   const int dim = params.head_dim;
-  uint16_t* queries = reinterpret_cast<uint16_t*>(dynamic_shared);  // [kScoreSlots][dot_stride]
-  uint16_t* keys = queries + kScoreSlots * dot_stride(dim);         // [kPart][dot_stride]
   __shared__ float scores[H][kPart];
   const int64_t r = blockIdx.z, jrel = blockIdx.x;
   const RowKeys row = row_keys(params, r);
@@ -47,19 +44,15 @@ __global__ void __launch_bounds__(kThreads) score_kernel(Params params) {
   const Window w = window_of(row, jrel);
   const uint16_t* q = params.q + r * params.q_stride + static_cast<int64_t>(chunk.first) * dim;
   const auto query_row = [&](int h) { return h < chunk.count ? q + static_cast<int64_t>(h) * dim : nullptr; };
-  if (params.q_vector)
-    stage_dot_rows<true>(queries, kScoreSlots, dim, query_row);
-  else
-    stage_dot_rows<false>(queries, kScoreSlots, dim, query_row);
-  stage_dot_rows<kVector>(keys, kPart, dim, [&](int jj) {
+  const auto key_row = [&](int jj) {
     return w.visible(w.base + jj)
                ? cache_row(row.segment.keys, row, params.kv_heads, chunk.kv_head, dim, w.base + jj)
                : nullptr;
-  });
-  __syncthreads();
+  };
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   float dots[2][4];
-  partition_dots(queries, keys, dim, warp * 16, dots);
+  partition_dots_direct(query_row(lane / 4), query_row(lane / 4 + 8), params.q_vector,
+                        key_row(warp * 16 + lane / 4), key_row(warp * 16 + 8 + lane / 4), kVector, dim, dots);
   const int64_t head0 = r * params.heads + chunk.first;  // the chunk's first (row, head) in the scratch
   each_fragment_element<1, 2>([&](int, int nt, int e) {
     const int h = fragment_row(lane, e), j = warp * 16 + nt * 8 + fragment_col(lane, e);
@@ -255,28 +248,16 @@ void plan_tiles(Params& params) {
 }
 
 cudaError_t launch_scores(Params params, const DeviceLimits& limits, cudaStream_t stream) {
-  // Staged query and key rows (every block stages kScoreSlots query rows) and the heads' scores.
-  const size_t shared =
-      static_cast<size_t>(kScoreSlots + kPart) * dot_stride(params.head_dim) * sizeof(uint16_t);
-  const auto block_bytes = [&](int heads) { return shared + heads * kPart * sizeof(float); };
-  int most = 16;
-  while (most > 1 && block_bytes(most) > limits.shared_optin) most = most == 16 ? 4 : 1;
-  if (block_bytes(most) > limits.shared_optin) return cudaErrorInvalidValue;
   const int score_heads = heads_per_block(params.group, int64_t{params.span} * params.kv_heads * params.rows,
-                                          limits.blocks_wanted, most);
+                                          limits.blocks_wanted, 16);
   params.head_chunks = (params.group + score_heads - 1) / score_heads;
   const Kernel score = score_heads == 16  ? score_kernel_of<16>(params.rows_vector)
                        : score_heads == 4 ? score_kernel_of<4>(params.rows_vector)
                                           : score_kernel_of<1>(params.rows_vector);
-  if (block_bytes(score_heads) > size_t{48} << 10) {  // beyond the default, static memory included
-    const cudaError_t code =
-        cudaFuncSetAttribute(score, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared));
-    if (code != cudaSuccess) return code;
-  }
   const auto kv_heads = static_cast<unsigned>(params.kv_heads);
   launch_dependent(score,
                    dim3(params.span, kv_heads * params.head_chunks, static_cast<unsigned>(params.rows)),
-                   kThreads, shared, stream, params);
+                   kThreads, 0, stream, params);
   return cudaGetLastError();
 }
 
