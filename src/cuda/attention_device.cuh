@@ -312,6 +312,38 @@ __device__ float ordered_sum(const Term& term, int n) {
   return total;
 }
 
+// Score rows in shared memory: a partition's kPart scores and one more float, so that a thread a row reads
+// its row's entries from distinct banks.
+constexpr int kScoreStride = kPart + 1;
+
+// Each of `count` score rows' (max, sum exp(s - max)) over its entries lo[r]..hi[r] (none where lo > hi), as
+// the loops `top = top < s_k ? s_k : top` from -inf and `total = total + exp(s_k - top)` from 0 over k in
+// order make them (the bits of ordered_max and ordered_sum): a thread a row for the max and the sum, the
+// block for the exponentials, which replace the row's entries. count <= kThreads; every thread calls it.
+template <int kRows>
+__device__ void partition_stats(float (&rows)[kRows][kScoreStride], int count, const int* lo, const int* hi,
+                                float2* stats) {
+  const int t = static_cast<int>(threadIdx.x);
+  __syncthreads();  // the rows, lo and hi are in
+  if (t < count) {
+    float top = -INFINITY;
+    for (int k = lo[t]; k <= hi[t]; ++k) top = top < rows[t][k] ? rows[t][k] : top;
+    stats[t].x = top;
+  }
+  __syncthreads();
+  for (int i = t; i < count * kPart; i += kThreads) {
+    const int r = i / kPart, k = i % kPart;
+    if (k >= lo[r] && k <= hi[r]) rows[r][k] = expf(rows[r][k] - stats[r].x);
+  }
+  __syncthreads();
+  if (t < count) {
+    float total = 0.0f;
+    for (int k = lo[t]; k <= hi[t]; ++k) total = total + rows[t][k];
+    stats[t].y = total;
+  }
+  __syncthreads();
+}
+
 // k_attention_tiles.cu: whether a chunk's rows may take the tiled kernels (vector rows, head_dim a multiple
 // of 16, the block's shared memory within the device's), and the launches that write the same scores and
 // stats as score_kernel and, for split rows, the same partials as values_kernel.

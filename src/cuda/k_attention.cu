@@ -36,7 +36,9 @@ __global__ void __launch_bounds__(kThreads) score_kernel(Params params) {
   static_assert(H <= kScoreSlots, "a block's heads are rows of one mma tile");
   wait_for_previous_kernel();
   const int dim = params.head_dim;
-  __shared__ float scores[H][kPart];
+  __shared__ float scores[H][kScoreStride];
+  __shared__ int lo[H], hi[H];
+  __shared__ float2 stats[H];
   const int64_t r = blockIdx.z, jrel = blockIdx.x;
   const RowKeys row = row_keys(params, r);
   if (jrel >= row.parts) return;
@@ -61,14 +63,13 @@ __global__ void __launch_bounds__(kThreads) score_kernel(Params params) {
     scores[h][j] = s;
     params.scores[((head0 + h) * params.span + jrel) * kPart + j] = s;
   });
-  __syncthreads();
-  const int first = static_cast<int>(w.lo - w.base), n = static_cast<int>(w.hi - w.lo + 1);
-  for (int h = warp; h < chunk.count; h += kWarps) {
-    const float* s = scores[h] + first;
-    const float top = ordered_max([&](int k) { return s[k]; }, n);
-    const float total = ordered_sum([&](int k) { return expf(s[k] - top); }, n);
-    if (lane == 0) params.stats[(head0 + h) * params.span + jrel] = make_float2(top, total);
+  if (threadIdx.x < H) {
+    lo[threadIdx.x] = static_cast<int>(w.lo - w.base);
+    hi[threadIdx.x] = static_cast<int>(w.hi - w.base);
   }
+  partition_stats<H>(scores, chunk.count, lo, hi, stats);
+  if (threadIdx.x < chunk.count)
+    params.stats[(head0 + threadIdx.x) * params.span + jrel] = stats[threadIdx.x];
 }
 
 // m and l of one (row, head): its partitions' (max, sum exp) merged in partition order; a warp's call.

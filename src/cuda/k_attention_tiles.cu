@@ -126,8 +126,8 @@ __device__ bool stage_cache(const Params& params, const TileRows& tile, const ui
 }
 
 // One block per (partition of the walk, kv head and chunk of its heads, tile): the slots' query rows staged
-// once, each partition's keys staged, a warp's tensor-core dots per 16 keys for all slots, then each slot's
-// (max, sum exp) by a warp.
+// once, each partition's keys staged, a warp's tensor-core dots per 16 keys for all slots, then the slots'
+// (max, sum exp) (partition_stats).
 __global__ void __launch_bounds__(kThreads) score_tile_kernel(Params params) {
   static_assert(kSlots == kScoreSlots, "a tile's query vectors are the rows of one mma tile");
   wait_for_previous_kernel();
@@ -135,7 +135,9 @@ __global__ void __launch_bounds__(kThreads) score_tile_kernel(Params params) {
   const int dim = params.head_dim, stride = dot_stride(dim);
   uint16_t* queries = reinterpret_cast<uint16_t*>(dynamic_shared);  // [kSlots][stride]
   uint16_t* keys = queries + kSlots * stride;                       // [kPart][stride]
-  __shared__ float scores[kSlots][kPart];
+  __shared__ float scores[kSlots][kScoreStride];
+  __shared__ int lo[kSlots], hi[kSlots];
+  __shared__ float2 stats[kSlots];
   __shared__ TileRows tile;
   if (!load_tile(params, tile)) return;
   const HeadChunk chunk = head_chunk(params, blockIdx.y, params.tile_heads);
@@ -161,15 +163,15 @@ __global__ void __launch_bounds__(kThreads) score_tile_kernel(Params params) {
       scores[slot][jj] = value;
       params.scores[(s.row_head * params.span + s.jrel) * kPart + jj] = value;
     });
-    __syncthreads();
-    for (int slot = warp; slot < slots; slot += kWarps) {
-      const Slot s = slot_at(params, tile, chunk, slot, part);
-      if (!s.valid) continue;  // the same for the whole warp
-      const float* row = scores[slot] + s.lo;
-      const int n = s.hi - s.lo + 1;
-      const float top = ordered_max([&](int k) { return row[k]; }, n);
-      const float total = ordered_sum([&](int k) { return expf(row[k] - top); }, n);
-      if (lane == 0) params.stats[s.row_head * params.span + s.jrel] = make_float2(top, total);
+    if (threadIdx.x < kSlots) {
+      const Slot s = slot_at(params, tile, chunk, static_cast<int>(threadIdx.x), part);
+      lo[threadIdx.x] = s.valid ? s.lo : 1;  // 1..0: no entries
+      hi[threadIdx.x] = s.valid ? s.hi : 0;
+    }
+    partition_stats<kSlots>(scores, slots, lo, hi, stats);
+    if (threadIdx.x < slots) {
+      const Slot s = slot_at(params, tile, chunk, static_cast<int>(threadIdx.x), part);
+      if (s.valid) params.stats[s.row_head * params.span + s.jrel] = stats[threadIdx.x];
     }
   }
 }
