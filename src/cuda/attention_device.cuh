@@ -21,7 +21,9 @@ constexpr int kValueStride = kColumns + 8;  // bf16 a staged value row
 constexpr int kMaxGroup = 128;
 constexpr int kWholeSpan = 8;  // rows spanning up to this many partitions walk them in one values block
 constexpr int kMaxSegments = 16;
-constexpr int kSlots = 16;  // query vectors (rows x heads of one kv group) per block of k_attention_tiles.cu
+// Query vectors (rows x heads of one kv group) per block of k_attention_tiles.cu: an mma tile of kScoreSlots
+// a warp, so that each staged partition serves four warps' rows.
+constexpr int kSlots = kWarps * kScoreSlots;
 constexpr int64_t kMaxChunkRows = 65535;
 constexpr size_t kScratchCap = size_t{256} << 20;
 static_assert(kWarps * 16 == kPart, "each warp of a score block dots 16 keys of the partition");

@@ -2,9 +2,9 @@
 // of k_attention.cu's score_kernel and values_kernel, bit for bit (the same steps in the same order:
 // s_j = scale * (q · k_j) with partition_dots' mma steps, p_j = bf16(exp(s_j - m) / l), sum p_j v_j over a
 // partition's keys with partition_values' mma steps), with a block serving kSlots query vectors (a tile of
-// rows times a few heads of one kv group) so that each partition's keys or values are staged in shared memory
-// once for all of them instead of once per row. Tiles never cross a segment; a block walks the absolute
-// partitions its rows see, and each row keeps its own window within them.
+// rows times a few heads of one kv group, kScoreSlots a warp) so that each partition's keys or values are
+// staged in shared memory once for all of them instead of once per row. Tiles never cross a segment; a block
+// walks the absolute partitions its rows see, and each row keeps its own window within them.
 #include "cuda/attention_device.cuh"
 #include "cuda/dependent_launch.cuh"
 #include "cuda/launchers.hpp"
@@ -15,7 +15,7 @@ namespace attention {
 
 namespace {
 
-constexpr size_t kStaticTileBytes = 8 << 10;  // at least score_tile_kernel's static shared memory
+constexpr size_t kStaticTileBytes = 24 << 10;  // at least score_tile_kernel's static shared memory
 
 // The block's rows: tile blockIdx.z of the chunk (tiles of params.tile_rows rows, none crossing a segment),
 // each row's first visible key and position, and the absolute partitions lo..hi that any of them sees.
@@ -129,7 +129,7 @@ __device__ bool stage_cache(const Params& params, const TileRows& tile, const ui
 // once, each partition's keys staged, a warp's tensor-core dots per 16 keys for all slots, then the slots'
 // (max, sum exp) (partition_stats).
 __global__ void __launch_bounds__(kThreads) score_tile_kernel(Params params) {
-  static_assert(kSlots == kScoreSlots, "a tile's query vectors are the rows of one mma tile");
+  static_assert(kSlots == kWarps * kScoreSlots, "each warp's query vectors are the rows of one mma tile");
   wait_for_previous_kernel();
   extern __shared__ float4 dynamic_shared[];
   const int dim = params.head_dim, stride = dot_stride(dim);
@@ -139,6 +139,9 @@ __global__ void __launch_bounds__(kThreads) score_tile_kernel(Params params) {
   __shared__ int lo[kSlots], hi[kSlots];
   __shared__ float2 stats[kSlots];
   __shared__ TileRows tile;
+  static_assert(
+      sizeof(scores) + sizeof(lo) + sizeof(hi) + sizeof(stats) + sizeof(TileRows) <= kStaticTileBytes,
+      "kStaticTileBytes covers a score tile's static shared memory");
   if (!load_tile(params, tile)) return;
   const HeadChunk chunk = head_chunk(params, blockIdx.y, params.tile_heads);
   const int slots = tile.rows * params.tile_heads;
@@ -153,16 +156,20 @@ __global__ void __launch_bounds__(kThreads) score_tile_kernel(Params params) {
     stage_cache(params, tile, tile.segment.keys, part, 0, dim, stride, chunk.kv_head,
                 keys);  // any key values
     __syncthreads();
-    float dots[2][4];
-    partition_dots(queries, keys, dim, warp * 16, dots);
-    each_fragment_element<1, 2>([&](int, int nt, int e) {
-      const int slot = fragment_row(lane, e), jj = warp * 16 + nt * 8 + fragment_col(lane, e);
-      const Slot s = slot_at(params, tile, chunk, slot, part);
-      if (!s.valid || jj < s.lo || jj > s.hi) return;
-      const float value = params.scale * dots[nt][e];
-      scores[slot][jj] = value;
-      params.scores[(s.row_head * params.span + s.jrel) * kPart + jj] = value;
-    });
+    // The warp's kScoreSlots query vectors against the partition's keys, 16 at a time.
+    for (int key0 = 0; key0 < kPart; key0 += 16) {
+      float dots[2][4];
+      partition_dots(queries + warp * kScoreSlots * stride, keys, dim, key0, dots);
+      each_fragment_element<1, 2>([&](int, int nt, int e) {
+        const int slot = warp * kScoreSlots + fragment_row(lane, e),
+                  jj = key0 + nt * 8 + fragment_col(lane, e);
+        const Slot s = slot_at(params, tile, chunk, slot, part);
+        if (!s.valid || jj < s.lo || jj > s.hi) return;
+        const float value = params.scale * dots[nt][e];
+        scores[slot][jj] = value;
+        params.scores[(s.row_head * params.span + s.jrel) * kPart + jj] = value;
+      });
+    }
     if (threadIdx.x < kSlots) {
       const Slot s = slot_at(params, tile, chunk, static_cast<int>(threadIdx.x), part);
       lo[threadIdx.x] = s.valid ? s.lo : 1;  // 1..0: no entries
@@ -176,20 +183,24 @@ __global__ void __launch_bounds__(kThreads) score_tile_kernel(Params params) {
   }
 }
 
-// The slots' partial sums of the partition for the warp's 32 columns (only slot `only`, or all with -1):
-// partition_values of the staged weights and values.
+// The warp's kScoreSlots slots' partial sums of the partition over the block's columns, 32 at a time (only
+// slot `only`, or all with -1): partition_values of the staged weights and values.
 __device__ void write_partials(const Params& params, const TileRows& tile, const HeadChunk& chunk,
                                int64_t part, const uint16_t* weights, const uint16_t* values, int column0,
                                int only) {
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  float acc[4][4];
-  partition_values(weights, values, warp * 32, acc);
-  each_fragment_element<1, 4>([&](int, int nt, int e) {
-    const int k = fragment_row(lane, e), d = column0 + warp * 32 + nt * 8 + fragment_col(lane, e);
-    if ((only >= 0 && k != only) || d >= params.head_dim) return;
-    const Slot s = slot_at(params, tile, chunk, k, part);
-    if (s.valid) params.partial[(s.row_head * params.span + s.jrel) * params.head_dim + d] = acc[nt][e];
-  });
+  if (only >= 0 && warp != only / kScoreSlots) return;  // another warp's slot
+  for (int col0 = 0; col0 < kColumns; col0 += 32) {
+    float acc[4][4];
+    partition_values(weights + warp * kScoreSlots * kWeightStride, values, col0, acc);
+    each_fragment_element<1, 4>([&](int, int nt, int e) {
+      const int k = warp * kScoreSlots + fragment_row(lane, e);
+      const int d = column0 + col0 + nt * 8 + fragment_col(lane, e);
+      if ((only >= 0 && k != only) || d >= params.head_dim) return;
+      const Slot s = slot_at(params, tile, chunk, k, part);
+      if (s.valid) params.partial[(s.row_head * params.span + s.jrel) * params.head_dim + d] = acc[nt][e];
+    });
+  }
 }
 
 // Split rows' partial sums: one block per (partition of the walk, kv head, chunk of heads and strip of
@@ -200,6 +211,8 @@ __global__ void __launch_bounds__(kThreads, 4) values_tile_kernel(Params params)
   __shared__ __align__(16) uint16_t values[kPart * kValueStride];
   __shared__ __align__(16) uint16_t masked[kPart * kValueStride];
   __shared__ TileRows tile;
+  static_assert(sizeof(weights) + sizeof(values) + sizeof(masked) + sizeof(TileRows) <= 48 << 10,
+                "a values tile's static shared memory is within the 48 KiB a block has without opting in");
   if (!load_tile(params, tile)) return;
   const HeadChunk chunk =
       head_chunk(params, static_cast<int>(blockIdx.y) / params.column_chunks, params.tile_heads);
