@@ -225,25 +225,31 @@ __device__ void stage_dot_rows(uint16_t* shared, int count, int dim, const RowOf
   }
 }
 
-// dots[nt][e] = q_slot · k_key for the kScoreSlots staged query rows and keys key0 .. key0 + 15 (key0 + 8 nt
-// + fragment_col(lane, e), slot fragment_row(lane, e)): mma.sync m16n8k16 steps over the head dimension in
-// ascending order from zero, the matmul's k16 sums; the products past head_dim are zeros. A warp's call.
+// dots[nt][e] = q_slot · k_key for the kScoreSlots staged query rows and the kKeyTiles * 16 keys from key0
+// (key0 + 8 nt + fragment_col(lane, e), slot fragment_row(lane, e)): mma.sync m16n8k16 steps over the head
+// dimension in ascending order from zero, the matmul's k16 sums; the products past head_dim are zeros. Each
+// k16 step's query fragment is loaded once for all the keys. A warp's call.
+template <int kKeyTiles>
 __device__ __forceinline__ void partition_dots(const uint16_t* queries, const uint16_t* keys, int dim,
-                                               int key0, float (&dots)[2][4]) {
+                                               int key0, float (&dots)[2 * kKeyTiles][4]) {
   const int lane = static_cast<int>(threadIdx.x % 32), stride = dot_stride(dim);
   const uint32_t a_row = shared_address(queries + (lane % 16) * stride + (lane / 16) * 8);
   const uint32_t b_row =
       shared_address(keys + (key0 + lane / 16 * 8 + lane % 8) * stride + (lane / 8 % 2) * 8);
 #pragma unroll
-  for (int nt = 0; nt < 2; ++nt)
+  for (int nt = 0; nt < 2 * kKeyTiles; ++nt)
 #pragma unroll
     for (int e = 0; e < 4; ++e) dots[nt][e] = 0.0f;
   for (int k = 0; k < dot_width(dim); k += kDotStep) {
-    uint32_t a[4], b[4];
+    uint32_t a[4];
     ldmatrix_x4_at(a, a_row + k * 2);
-    ldmatrix_x4_at(b, b_row + k * 2);
-    mma_bf16(dots[0], a, b[0], b[1]);
-    mma_bf16(dots[1], a, b[2], b[3]);
+#pragma unroll
+    for (int tile = 0; tile < kKeyTiles; ++tile) {
+      uint32_t b[4];
+      ldmatrix_x4_at(b, b_row + (tile * 16 * stride + k) * 2);
+      mma_bf16(dots[2 * tile], a, b[0], b[1]);
+      mma_bf16(dots[2 * tile + 1], a, b[2], b[3]);
+    }
   }
 }
 

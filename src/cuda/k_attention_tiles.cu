@@ -156,20 +156,17 @@ __global__ void __launch_bounds__(kThreads) score_tile_kernel(Params params) {
     stage_cache(params, tile, tile.segment.keys, part, 0, dim, stride, chunk.kv_head,
                 keys);  // any key values
     __syncthreads();
-    // The warp's kScoreSlots query vectors against the partition's keys, 16 at a time.
-    for (int key0 = 0; key0 < kPart; key0 += 16) {
-      float dots[2][4];
-      partition_dots(queries + warp * kScoreSlots * stride, keys, dim, key0, dots);
-      each_fragment_element<1, 2>([&](int, int nt, int e) {
-        const int slot = warp * kScoreSlots + fragment_row(lane, e),
-                  jj = key0 + nt * 8 + fragment_col(lane, e);
-        const Slot s = slot_at(params, tile, chunk, slot, part);
-        if (!s.valid || jj < s.lo || jj > s.hi) return;
-        const float value = params.scale * dots[nt][e];
-        scores[slot][jj] = value;
-        params.scores[(s.row_head * params.span + s.jrel) * kPart + jj] = value;
-      });
-    }
+    // The warp's kScoreSlots query vectors against all the partition's keys.
+    float dots[2 * kPart / 16][4];
+    partition_dots<kPart / 16>(queries + warp * kScoreSlots * stride, keys, dim, 0, dots);
+    each_fragment_element<1, 2 * kPart / 16>([&](int, int nt, int e) {
+      const int slot = warp * kScoreSlots + fragment_row(lane, e), jj = nt * 8 + fragment_col(lane, e);
+      const Slot s = slot_at(params, tile, chunk, slot, part);
+      if (!s.valid || jj < s.lo || jj > s.hi) return;
+      const float value = params.scale * dots[nt][e];
+      scores[slot][jj] = value;
+      params.scores[(s.row_head * params.span + s.jrel) * kPart + jj] = value;
+    });
     if (threadIdx.x < kSlots) {
       const Slot s = slot_at(params, tile, chunk, static_cast<int>(threadIdx.x), part);
       lo[threadIdx.x] = s.valid ? s.lo : 1;  // 1..0: no entries
