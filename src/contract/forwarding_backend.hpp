@@ -27,6 +27,7 @@ class ForwardingBackend : public ops::Backend {
   void rms_norm(const ops::RmsNormLaunch& launch) override { real_.rms_norm(launch); }
   void norm_rope(const ops::NormRopeLaunch& launch) override { real_.norm_rope(launch); }
   void residual_norm(const ops::ResidualNormLaunch& launch) override { real_.residual_norm(launch); }
+  void head_norms(const ops::HeadNormsLaunch& launch) override { real_.head_norms(launch); }
   void kv_write(const ops::KvWriteLaunch& launch) override { real_.kv_write(launch); }
   void attention(const ops::AttentionLaunch& launch) override { real_.attention(launch); }
   void matmul(const ops::MatmulLaunch& launch) override { real_.matmul(launch); }

@@ -21,6 +21,7 @@ Registry build_registry() {
   Registry registry;
   forms::register_row_forms(registry);
   forms::register_norm_forms(registry);
+  forms::register_head_norms_forms(registry);
   forms::register_matmul_forms(registry);
   forms::register_attention_forms(registry);
   forms::register_kv_write_forms(registry);

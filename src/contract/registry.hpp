@@ -28,6 +28,7 @@ std::vector<std::string> backend_launchers(std::string_view backend_header_text)
 namespace forms {
 void register_row_forms(Registry& registry);
 void register_norm_forms(Registry& registry);
+void register_head_norms_forms(Registry& registry);
 void register_matmul_forms(Registry& registry);
 void register_attention_forms(Registry& registry);
 void register_kv_write_forms(Registry& registry);

@@ -265,6 +265,14 @@ void CudaBackend::norm_rope(const ops::NormRopeLaunch& launch) {
       "norm_rope", [&] { return launch_norm_rope(norm_rope_args(launch), stream_.get()); },
       [&] { return rows_label("norm_rope", launch.norm.rows * launch.norm.heads, launch.norm.dim); });
 }
+void CudaBackend::head_norms(const ops::HeadNormsLaunch& launch) {
+  run(
+      "head_norms", [&] { return launch_head_norms(head_norms_args(launch), stream_.get()); },
+      [&] {
+        return fmt::format("head_norms {}x({}+{})x{}", launch.q.norm.rows, launch.q.norm.heads,
+                           launch.k.norm.heads, launch.q.norm.dim);
+      });
+}
 void CudaBackend::kv_write(const ops::KvWriteLaunch& launch) {
   std::vector<KvWriteSegmentArgs> segments;
   const KvWriteArgs args = kv_write_args(launch, segments);

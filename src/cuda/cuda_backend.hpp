@@ -58,6 +58,7 @@ class CudaBackend final : public ops::Backend {
   void rms_norm(const ops::RmsNormLaunch& launch) override;
   void residual_norm(const ops::ResidualNormLaunch& launch) override;
   void norm_rope(const ops::NormRopeLaunch& launch) override;
+  void head_norms(const ops::HeadNormsLaunch& launch) override;
   void kv_write(const ops::KvWriteLaunch& launch) override;
   void attention(const ops::AttentionLaunch& launch) override;
   void matmul(const ops::MatmulLaunch& launch) override;

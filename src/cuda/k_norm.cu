@@ -173,6 +173,22 @@ __global__ void __launch_bounds__(kWideThreads) residual_norm_kernel(ResidualNor
   }
 }
 
+// The half-warp's rotation of its normed vector x: out[i] and out[i + dim/2] from x's pair i (each lane
+// reads only the elements it writes, so out may be x).
+__device__ __forceinline__ void rotate(const uint16_t* x, const uint16_t* weight, float inverse, int64_t dim,
+                                       float position, const float* inv_freq, uint16_t* out) {
+  const int64_t half = dim / 2;
+  for (int64_t i = threadIdx.x % kLanes; i < half; i += kLanes) {
+    const float first = round_bf16(normed(x, weight, i, inverse));
+    const float second = round_bf16(normed(x, weight, i + half, inverse));
+    const float theta = position * inv_freq[i];
+    const float cosine = round_bf16(cosf(theta));
+    const float sine = round_bf16(sinf(theta));
+    out[i] = bf16_bits(round_bf16(first * cosine) + round_bf16(-second * sine));
+    out[i + half] = bf16_bits(round_bf16(second * cosine) + round_bf16(first * sine));
+  }
+}
+
 __global__ void norm_rope_kernel(RopeParams params) {
   wait_for_previous_kernel();
   const RmsNormArgs& norm = params.norm;
@@ -182,18 +198,41 @@ __global__ void norm_rope_kernel(RopeParams params) {
   const uint16_t* x = norm.x + r * norm.x_stride + h * norm.dim;
   const float inverse = inverse_rms(x, norm.dim, norm.eps, active);
   if (!active) return;
-  uint16_t* out = norm.out + r * norm.out_stride + h * norm.dim;
-  const int64_t half = norm.dim / 2;
-  const float position = static_cast<float>(params.positions[r]);
-  for (int64_t i = threadIdx.x % kLanes; i < half; i += kLanes) {
-    const float first = round_bf16(normed(x, norm.weight, i, inverse));
-    const float second = round_bf16(normed(x, norm.weight, i + half, inverse));
-    const float theta = position * params.inv_freq[i];
-    const float cosine = round_bf16(cosf(theta));
-    const float sine = round_bf16(sinf(theta));
-    out[i] = bf16_bits(round_bf16(first * cosine) + round_bf16(-second * sine));
-    out[i + half] = bf16_bits(round_bf16(second * cosine) + round_bf16(first * sine));
+  rotate(x, norm.weight, inverse, norm.dim, static_cast<float>(params.positions[r]), params.inv_freq,
+         norm.out + r * norm.out_stride + h * norm.dim);
+}
+
+struct HeadNormsParams {
+  RmsNormArgs v, q, k;
+  const int32_t* positions;
+  float inv_freq[kMaxRopePairs];
+};
+
+// head_norms, a half-warp a vector: the q vectors, then the kv vectors, each of which writes its value
+// vector (rms_norm_kernel's steps) before its key's rotation (norm_rope_kernel's), so a value read from the
+// raw keys is read before they change.
+__global__ void head_norms_kernel(HeadNormsParams params) {
+  wait_for_previous_kernel();
+  const int64_t dim = params.q.dim, q_vectors = params.q.rows * params.q.heads;
+  const int64_t vector = static_cast<int64_t>(blockIdx.x) * kVectorsPerBlock + threadIdx.x / kLanes;
+  const bool active = vector < q_vectors + params.k.rows * params.k.heads, is_q = vector < q_vectors;
+  const RmsNormArgs& norm = is_q ? params.q : params.k;
+  const int64_t index = is_q ? vector : vector - q_vectors;
+  const int64_t r = index / norm.heads, h = index % norm.heads;
+  const RmsNormArgs& v = params.v;
+  const uint16_t* v_x = v.x + r * v.x_stride + h * dim;
+  const float v_inverse = inverse_rms(v_x, dim, v.eps, active && !is_q);
+  if (active && !is_q) {
+    uint16_t* v_out = v.out + r * v.out_stride + h * dim;
+    for (int64_t k = threadIdx.x % kLanes; k < dim; k += kLanes)
+      v_out[k] = bf16_bits(normed(v_x, nullptr, k, v_inverse));
   }
+  __syncwarp();  // every lane's value reads before any key is rotated in place
+  const uint16_t* x = norm.x + r * norm.x_stride + h * dim;
+  const float inverse = inverse_rms(x, dim, norm.eps, active);
+  if (!active) return;
+  rotate(x, norm.weight, inverse, dim, static_cast<float>(params.positions[r]), params.inv_freq,
+         norm.out + r * norm.out_stride + h * dim);
 }
 
 // PLUMB_CUDA_FUSED_NORM=0 runs residual_norm as its four steps' launches (for A/B in one build).
@@ -232,6 +271,21 @@ cudaError_t launch_residual_norm(const ResidualNormArgs& launch, cudaStream_t st
   else
     launch_dependent(residual_norm_kernel<kMaxFusedColumns>, blocks, kWideThreads, row_shared, stream,
                      launch);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_head_norms(const HeadNormsArgs& launch, cudaStream_t stream) {
+  const RmsNormArgs& q = launch.q.norm;
+  const int64_t vectors = q.rows * (q.heads + launch.k.norm.heads);
+  if (q.dim / 2 > kMaxRopePairs) return cudaErrorInvalidValue;
+  if (vectors == 0) return cudaSuccess;
+  HeadNormsParams params{};
+  params.v = launch.v;
+  params.q = q;
+  params.k = launch.k.norm;
+  params.positions = launch.q.positions;
+  for (int64_t i = 0; i < q.dim / 2; ++i) params.inv_freq[i] = launch.q.inv_freq[i];
+  launch_dependent(head_norms_kernel, blocks_for(vectors, kVectorsPerBlock), kThreads, 0, stream, params);
   return cudaGetLastError();
 }
 

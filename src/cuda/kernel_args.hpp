@@ -61,6 +61,11 @@ struct NormRopeArgs {
   const float* inv_freq;  // host [dim / 2]
 };
 
+struct HeadNormsArgs {
+  RmsNormArgs v;  // weightless; x may be k's raw rows
+  NormRopeArgs q, k;
+};
+
 struct KvWriteSegmentArgs {
   int64_t first_row;
   int64_t rows;

@@ -31,6 +31,10 @@ inline NormRopeArgs norm_rope_args(const ops::NormRopeLaunch& l) {
   return {norm_args(l.norm), l.positions, l.inv_freq};
 }
 
+inline HeadNormsArgs head_norms_args(const ops::HeadNormsLaunch& l) {
+  return {norm_args(l.v), norm_rope_args(l.q), norm_rope_args(l.k)};
+}
+
 // `segments` receives the converted segment table, which the returned struct points into.
 inline KvWriteArgs kv_write_args(const ops::KvWriteLaunch& l, std::vector<KvWriteSegmentArgs>& segments) {
   segments.clear();

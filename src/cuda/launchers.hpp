@@ -31,6 +31,8 @@ cudaError_t launch_rms_norm(const RmsNormArgs& launch, cudaStream_t stream);
 bool residual_norm_fused(int64_t dim);
 cudaError_t launch_residual_norm(const ResidualNormArgs& launch, cudaStream_t stream);
 cudaError_t launch_norm_rope(const NormRopeArgs& launch, cudaStream_t stream);
+// head_norms as one launch: q and k share rows, head_dim, positions and inv_freq.
+cudaError_t launch_head_norms(const HeadNormsArgs& launch, cudaStream_t stream);
 cudaError_t launch_kv_write(const KvWriteArgs& launch, cudaStream_t stream);
 cudaError_t launch_geglu(const RowsArgs& launch, cudaStream_t stream);
 cudaError_t launch_add(const RowsArgs& launch, cudaStream_t stream);

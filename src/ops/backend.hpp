@@ -129,6 +129,15 @@ struct RowsLaunch {
   float factor;  // scale: bf16 factor; soft_cap: cap
 };
 
+// Gemma 4's per-head norms before attention, in this order: v = rms_norm(v source) (weightless; the source
+// may be k's raw rows, then read before k changes), q = norm_rope(q), k = norm_rope(k). The three share rows,
+// head_dim, positions and eps.
+struct HeadNormsLaunch {
+  RmsNormLaunch v;
+  NormRopeLaunch q;
+  NormRopeLaunch k;
+};
+
 // Gemma 4's sandwich residual: h_out = bf16(h + post_norm(o)), then bf16(h_out * factor) when scaled, then
 // next = next_norm(h_out). post.x is o and post.out is `next` (its scratch until the last step); next_norm.x
 // is h_out.
@@ -214,6 +223,8 @@ class Backend {
   // One launch where a backend fuses the steps (CUDA); by default the steps as their own launches, which is
   // what the fused kernel must equal bit for bit.
   virtual void residual_norm(const ResidualNormLaunch& launch);
+  // One launch where a backend fuses them (CUDA); by default the three ops' own launches.
+  virtual void head_norms(const HeadNormsLaunch& launch);
   virtual void argmax(const ArgmaxLaunch& launch) = 0;
   virtual void sample(const SampleLaunch& launch) = 0;
 };

@@ -121,6 +121,16 @@ Status residual_norm(Backend& backend, const TensorView& h, const TensorView& o,
 Status norm_rope(Backend& backend, const TensorView& x, const TensorView* weight, float eps,
                  const TensorView& positions, const RopeSpec& rope, const TensorView& out);
 
+// Gemma 4's per-head norms before attention as one op: v_out = rms_norm(v_source) (weightless), q_out =
+// norm_rope(q, q_weight), k_out = norm_rope(k, k_weight), each as its own op computes it. v_source may be k
+// (Gemma 4's k_eq_v layers: the values are the raw keys' norm, taken before k_out is written, also when k_out
+// is k). q, q_out: bf16 [rows, heads, head_dim]; k, k_out, v_source, v_out: bf16 [rows, kv_heads, head_dim];
+// q_out may be q, k_out may be k, v_out may be v_source unless that is k; nothing else overlaps.
+Status head_norms(Backend& backend, const TensorView& q, const TensorView& q_weight, const TensorView& k,
+                  const TensorView& k_weight, const TensorView& v_source, const TensorView& positions,
+                  const RopeSpec& rope, float eps, const TensorView& q_out, const TensorView& k_out,
+                  const TensorView& v_out);
+
 // Writes key and value rows at slot positions[r] % capacity. keys, values: bf16 [rows, kv_heads, head_dim].
 Status kv_write(Backend& backend, const KvView& kv, const TensorView& positions, const TensorView& keys,
                 const TensorView& values);

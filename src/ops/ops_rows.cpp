@@ -137,6 +137,22 @@ void Backend::residual_norm(const ResidualNormLaunch& launch) {
   rms_norm(launch.next_norm);
 }
 
+namespace {
+
+Status check_rope(std::string_view where, const RopeSpec& rope, int64_t head_dim, std::string_view x_name) {
+  if (rope.head_dim != head_dim || rope.head_dim % 2 != 0)
+    return error_at(where, "parameter", "rope.head_dim", fmt::format("disagrees with {}", x_name),
+                    fmt::format("an even {}", head_dim), std::to_string(rope.head_dim));
+  if (!(rope.theta > 0.0) || !(rope.factor > 0.0) ||
+      !(rope.partial_rotary_factor >= 0.0 && rope.partial_rotary_factor <= 1.0))
+    return error_at(where, "parameter", "rope", "has an invalid theta, factor or partial_rotary_factor",
+                    "theta > 0, factor > 0, 0 <= partial <= 1",
+                    fmt::format("{}, {}, {}", rope.theta, rope.factor, rope.partial_rotary_factor));
+  return {};
+}
+
+}  // namespace
+
 Status norm_rope(Backend& backend, const TensorView& x, const TensorView* weight, float eps,
                  const TensorView& positions, const RopeSpec& rope, const TensorView& out) {
   constexpr std::string_view where = "ops.norm_rope";
@@ -145,18 +161,75 @@ Status norm_rope(Backend& backend, const TensorView& x, const TensorView* weight
                     shape_string(x.shape));
   auto launch = norm_launch(where, backend.device(), x, weight, eps, out);
   if (!launch) return launch.error();
-  if (rope.head_dim != x.dim(2) || rope.head_dim % 2 != 0)
-    return error_at(where, "parameter", "rope.head_dim", "disagrees with x",
-                    fmt::format("an even {}", x.dim(2)), std::to_string(rope.head_dim));
-  if (!(rope.theta > 0.0) || !(rope.factor > 0.0) ||
-      !(rope.partial_rotary_factor >= 0.0 && rope.partial_rotary_factor <= 1.0))
-    return error_at(where, "parameter", "rope", "has an invalid theta, factor or partial_rotary_factor",
-                    "theta > 0, factor > 0, 0 <= partial <= 1",
-                    fmt::format("{}, {}, {}", rope.theta, rope.factor, rope.partial_rotary_factor));
+  PLUMB_TRY(check_rope(where, rope, x.dim(2), "x"));
   PLUMB_TRY(check_positions(where, backend.device(), positions, x.dim(0)));
   const std::vector<float> inv_freq = rope_inv_freq(rope);
   backend.norm_rope({*launch, positions.as<const int32_t>(), inv_freq.data()});
   return {};
+}
+
+Status head_norms(Backend& backend, const TensorView& q, const TensorView& q_weight, const TensorView& k,
+                  const TensorView& k_weight, const TensorView& v_source, const TensorView& positions,
+                  const RopeSpec& rope, float eps, const TensorView& q_out, const TensorView& k_out,
+                  const TensorView& v_out) {
+  constexpr std::string_view where = "ops.head_norms";
+  const Device device = backend.device();
+  PLUMB_TRY(check_rows(where, "q", q, {DType::bf16}, {kAny, kAny, kAny}, device));
+  const int64_t rows = q.dim(0), heads = q.dim(1), dim = q.dim(2);
+  PLUMB_TRY(check_rows(where, "k", k, {DType::bf16}, {rows, kAny, dim}, device));
+  const int64_t kv_heads = k.dim(1);
+  if (heads == 0 || kv_heads == 0)
+    return error_at(where, "tensor", heads == 0 ? "q" : "k", "has no heads", "at least 1 head", "0");
+  PLUMB_TRY(check_rows(where, "v_source", v_source, {DType::bf16}, {rows, kv_heads, dim}, device));
+  PLUMB_TRY(check_rows(where, "q_out", q_out, {DType::bf16}, {rows, heads, dim}, device));
+  PLUMB_TRY(check_rows(where, "k_out", k_out, {DType::bf16}, {rows, kv_heads, dim}, device));
+  PLUMB_TRY(check_rows(where, "v_out", v_out, {DType::bf16}, {rows, kv_heads, dim}, device));
+  PLUMB_TRY(check_contiguous(where, "q_weight", q_weight, DType::bf16, {dim}, device));
+  PLUMB_TRY(check_contiguous(where, "k_weight", k_weight, DType::bf16, {dim}, device));
+  PLUMB_TRY(check_same_or_disjoint(where, "q_out", q_out, "q", q));
+  PLUMB_TRY(check_same_or_disjoint(where, "k_out", k_out, "k", k));
+  PLUMB_TRY(check_same_or_disjoint(where, "v_source", v_source, "k", k));
+  const bool values_from_keys = v_source.data == k.data;  // then exactly k (checked above)
+  if (!values_from_keys) PLUMB_TRY(check_same_or_disjoint(where, "v_out", v_out, "v_source", v_source));
+  // Each output is its own input (in place) or shares no byte with any other operand.
+  const auto disjoint =
+      [&](std::string_view out_name, const TensorView& out,
+          std::initializer_list<std::pair<std::string_view, const TensorView*>> others) -> Status {
+    for (const auto& [name, view] : others) PLUMB_TRY(check_disjoint(where, out_name, out, name, *view));
+    return {};
+  };
+  PLUMB_TRY(
+      disjoint("q_out", q_out, {{"k", &k}, {"v_source", &v_source}, {"k_out", &k_out}, {"v_out", &v_out}}));
+  PLUMB_TRY(disjoint("v_out", v_out, {{"q", &q}, {"k", &k}, {"k_out", &k_out}}));
+  PLUMB_TRY(disjoint("k_out", k_out, {{"q", &q}}));
+  if (!values_from_keys) PLUMB_TRY(disjoint("k_out", k_out, {{"v_source", &v_source}}));
+  if (!(eps >= 0.0f))
+    return error_at(where, "parameter", "eps", "is negative or NaN", "eps >= 0", fmt::format("{}", eps));
+  PLUMB_TRY(check_rope(where, rope, dim, "q"));
+  PLUMB_TRY(check_positions(where, device, positions, rows));
+  const std::vector<float> inv_freq = rope_inv_freq(rope);
+  const auto norm = [&](const TensorView& x, const TensorView* weight, const TensorView& out) {
+    return RmsNormLaunch{bf16_data(x),
+                         row_stride(x),
+                         weight != nullptr ? bf16_data(*weight) : nullptr,
+                         bf16_out(out),
+                         row_stride(out),
+                         rows,
+                         x.dim(1),
+                         dim,
+                         eps};
+  };
+  const int32_t* at = positions.as<const int32_t>();
+  backend.head_norms({norm(v_source, nullptr, v_out),
+                      {norm(q, &q_weight, q_out), at, inv_freq.data()},
+                      {norm(k, &k_weight, k_out), at, inv_freq.data()}});
+  return {};
+}
+
+void Backend::head_norms(const HeadNormsLaunch& launch) {
+  rms_norm(launch.v);  // first: its source may be k's raw rows
+  norm_rope(launch.q);
+  norm_rope(launch.k);
 }
 
 namespace {

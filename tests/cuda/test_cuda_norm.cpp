@@ -1,6 +1,6 @@
-// rms_norm and residual_norm on CUDA equal the CPU backend bit for bit (same 16-lane sum order, correctly
-// rounded division and sqrt); norm_rope's rotation equals the fp32 steps on those normed values with cos and
-// sin each within 2 ulp.
+// rms_norm, residual_norm and head_norms on CUDA equal the CPU backend bit for bit (same 16-lane sum order,
+// correctly rounded division and sqrt); norm_rope's rotation equals the fp32 steps on those normed values
+// with cos and sin each within 2 ulp.
 #include <cmath>
 #include <optional>
 #include <random>
@@ -75,6 +75,56 @@ TEST(CudaNorm, ResidualNormEqualsTheCpuStepsBitForBit) {
     testing::expect_same_bits(fmt::format("residual_norm {}x{}", c.rows, c.dim),
                               run_residual(*gpu(), c.rows, c.dim, c.factor, seed),
                               run_residual(cpu(), c.rows, c.dim, c.factor, seed), 2);
+  }
+}
+
+// head_norms in place (q, k and, unless the values come from the keys, v) on `backend`: q, k and v's bytes.
+std::vector<uint8_t> run_head_norms(ops::Backend& backend, int64_t rows, int64_t heads, int64_t kv_heads,
+                                    const ops::RopeSpec& rope, bool values_from_keys, uint64_t seed) {
+  const int64_t dim = rope.head_dim;
+  DeviceTensor q = ops::testing::device_bf16(
+      backend, ops::testing::random_bf16(seed, rows * heads * dim, -4, 4), {rows, heads, dim});
+  DeviceTensor k = ops::testing::device_bf16(
+      backend, ops::testing::random_bf16(seed + 1, rows * kv_heads * dim, -4, 4), {rows, kv_heads, dim});
+  DeviceTensor v = ops::testing::device_bf16(
+      backend, ops::testing::random_bf16(seed + 2, rows * kv_heads * dim, -4, 4), {rows, kv_heads, dim});
+  DeviceTensor q_weight =
+      ops::testing::device_bf16(backend, ops::testing::random_bf16(seed + 3, dim, -2, 2), {dim});
+  DeviceTensor k_weight =
+      ops::testing::device_bf16(backend, ops::testing::random_bf16(seed + 4, dim, -2, 2), {dim});
+  std::vector<int32_t> positions(static_cast<size_t>(rows));
+  std::mt19937 engine(static_cast<uint32_t>(seed));
+  for (int32_t& p : positions) p = static_cast<int32_t>(engine() % 200000);
+  DeviceTensor at = ops::testing::device_i32(backend, positions);
+  EXPECT_TRUE(ops::head_norms(backend, q.view, q_weight.view, k.view, k_weight.view,
+                              values_from_keys ? k.view : v.view, at.view, rope, 1e-6f, q.view, k.view,
+                              v.view)
+                  .ok());
+  std::vector<uint8_t> bytes;
+  for (const DeviceTensor* t : {&q, &k, &v}) {
+    const std::vector<uint8_t> part = ops::testing::download_bytes(backend, t->view);
+    bytes.insert(bytes.end(), part.begin(), part.end());
+  }
+  return bytes;
+}
+
+// One kernel for q, k and v against the CPU's three ops, with the values from their own rows and from the raw
+// keys (rotated in place by the same launch).
+TEST(CudaNorm, HeadNormsEqualTheCpuOpsBitForBit) {
+  PLUMB_GPU_OR_SKIP();
+  struct Case {
+    int64_t rows, heads, kv_heads;
+    ops::RopeSpec rope;
+    bool values_from_keys;
+  };
+  for (const Case& c :
+       {Case{1, 16, 8, {10000.0, 256, 1.0, 1.0}, false}, Case{32, 16, 1, {1000000.0, 512, 0.25, 1.0}, true},
+        Case{5, 32, 16, {10000.0, 256, 1.0, 1.0}, false}, Case{3, 4, 2, {10000.0, 40, 1.0, 2.0}, true}}) {
+    const uint64_t seed = static_cast<uint64_t>(c.rows * 13 + c.rope.head_dim);
+    testing::expect_same_bits(
+        fmt::format("head_norms {}x({}+{})x{}", c.rows, c.heads, c.kv_heads, c.rope.head_dim),
+        run_head_norms(*gpu(), c.rows, c.heads, c.kv_heads, c.rope, c.values_from_keys, seed),
+        run_head_norms(cpu(), c.rows, c.heads, c.kv_heads, c.rope, c.values_from_keys, seed), 2);
   }
 }
 

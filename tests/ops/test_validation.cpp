@@ -177,5 +177,37 @@ TEST_F(Validation, ResidualNormNamesTheWrongOperand) {
   EXPECT_TRUE(residual_norm(*backend, h.view, o.view, w.view, 0.5f, w.view, 1e-6f, h.view, next.view).ok());
 }
 
+TEST_F(Validation, HeadNormsNamesTheWrongOperand) {
+  const RopeSpec rope{10000.0, 16, 1.0, 1.0};
+  DeviceTensor q = testing::device_zeros(*backend, DType::bf16, {2, 4, 16});
+  DeviceTensor k = testing::device_zeros(*backend, DType::bf16, {2, 2, 16});
+  DeviceTensor v = testing::device_zeros(*backend, DType::bf16, {2, 2, 16});
+  DeviceTensor w = testing::device_bf16(*backend, Values(16, 1.0), {16});
+  DeviceTensor positions = testing::device_i32(*backend, {3, 4});
+  DeviceTensor k_wide = testing::device_zeros(*backend, DType::bf16, {2, 2, 32});
+  expect_error(head_norms(*backend, q.view, w.view, k_wide.view, w.view, v.view, positions.view, rope, 1e-6f,
+                          q.view, k_wide.view, v.view),
+               "ops.head_norms: tensor 'k' has the wrong shape; expected [2, *, 16], got [2, 2, 32]");
+  expect_error(
+      head_norms(*backend, q.view, w.view, k.view, w.view, k.view, positions.view, rope, 1e-6f, q.view,
+                 k.view, k.view),
+      "ops.head_norms: tensor 'v_out' overlaps an input; expected no bytes shared with 'k', got shared "
+      "bytes");
+  expect_error(head_norms(*backend, q.view, w.view, k.view, w.view, v.view, positions.view, rope, 1e-6f,
+                          q.view, v.view, v.view),
+               "ops.head_norms: tensor 'v_out' overlaps an input; expected no bytes shared with 'k_out', got "
+               "shared bytes");
+  const RopeSpec other{10000.0, 8, 1.0, 1.0};
+  expect_error(head_norms(*backend, q.view, w.view, k.view, w.view, v.view, positions.view, other, 1e-6f,
+                          q.view, k.view, v.view),
+               "ops.head_norms: parameter 'rope.head_dim' disagrees with q; expected an even 16, got 8");
+  EXPECT_TRUE(head_norms(*backend, q.view, w.view, k.view, w.view, v.view, positions.view, rope, 1e-6f,
+                         q.view, k.view, v.view)
+                  .ok());
+  EXPECT_TRUE(head_norms(*backend, q.view, w.view, k.view, w.view, k.view, positions.view, rope, 1e-6f,
+                         q.view, k.view, v.view)
+                  .ok());
+}
+
 }  // namespace
 }  // namespace plumb::ops

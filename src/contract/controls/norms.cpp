@@ -1,4 +1,4 @@
-// Controls for rms_norm, residual_norm and norm_rope.
+// Controls for rms_norm, residual_norm, head_norms and norm_rope.
 #include <cmath>
 #include <vector>
 
@@ -75,6 +75,21 @@ class ResidualNormUnroundedSum final : public ForwardingBackend {
   }
 };
 
+// head_norms with the values normed after the keys' rotation, from the rotated keys (a fused kernel that
+// rotates first): the real launchers otherwise.
+class HeadNormsValuesAfterRotation final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  void head_norms(const ops::HeadNormsLaunch& launch) override {
+    ForwardingBackend::norm_rope(launch.q);
+    ForwardingBackend::norm_rope(launch.k);
+    ops::RmsNormLaunch values = launch.v;
+    values.x = launch.k.norm.out;
+    values.x_stride = launch.k.norm.out_stride;
+    ForwardingBackend::rms_norm(values);
+  }
+};
+
 enum class RopeFault { trig_unrounded, angle_in_double, products_unrounded };
 
 template <RopeFault fault>
@@ -134,6 +149,9 @@ void register_norm_controls(Registry& registry) {
   list.push_back(planted<ResidualNormUnroundedSum>(
       "residual_norm/unrounded-sum", "residual_norm/12b-attention", Gate::shapes,
       "takes the next norm over h + norm(o) before its bf16 rounding"));
+  list.push_back(planted<HeadNormsValuesAfterRotation>(
+      "head_norms/values-from-rotated-keys", "head_norms/12b-global", Gate::shapes,
+      "norms the values after rotating the keys they come from"));
   list.push_back(planted<NormRopeFault<RopeFault::trig_unrounded>>(
       "norm_rope/trig-unrounded", "norm_rope/12b-q-sliding", Gate::shapes,
       "keeps cos and sin in fp32 (MLX's rotation) instead of HF's bf16 tables"));

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "contract/call.hpp"
+#include "contract/form.hpp"
 #include "contract/inputs.hpp"
 #include "contract/span.hpp"
 #include "ops/ops.hpp"
@@ -52,5 +53,20 @@ inline constexpr int64_t kVocab = 262144;
 inline constexpr int64_t kContext = 262144;  // max_position_embeddings
 inline constexpr int64_t kSlidingWindow = 1024;
 inline constexpr float kRmsEps = 1e-6f;
+
+// HF Gemma4RMSNorm: (x * rsqrt(mean(x^2) + eps)) * w in fp32, before the final rounding, over fp32 values
+// each known to lie in its span (one value each where x is a tensor; a range where x is an earlier step's
+// rounded result); rms_norm_vector takes the dim values of x from offset (norms.cpp).
+std::vector<Span> rms_norm_spans(std::span<const Span> x, const HostData* weight, float eps);
+std::vector<Span> rms_norm_vector(const HostData& x, int64_t offset, int64_t dim, const HostData* weight,
+                                  float eps);
+// norm_rope's output over x [rows, heads, dim]: n = bf16(norm), c/s = bf16(cos/sin(f32(pos * inv_freq))),
+// bf16(bf16(n1 c) + bf16(-n2 s)) and bf16(bf16(n2 c) + bf16(n1 s)).
+std::vector<Span> norm_rope_spans(const HostData& x, int64_t heads, int64_t dim, const HostData* weight,
+                                  const HostData& positions, std::span<const float> inv_freq);
+// bf16 norm weights around 1 (Gemma 4's norms hold w, not 1 + w).
+std::vector<uint16_t> norm_weight(Rng& rng, int64_t dim);
+// A call's rope positions over the whole context (for extremes, its far end, where angles are largest).
+std::vector<int32_t> rope_positions(const CallRequest& request);
 
 }  // namespace plumb::contract::forms

@@ -12,9 +12,6 @@
 #include "ops/ops.hpp"
 
 namespace plumb::contract::forms {
-namespace {
-
-constexpr float kLayerScalar = 0.59765625f;  // a bf16 value, as Gemma 4's layer scalars are
 
 // HF Gemma4RMSNorm: (x * rsqrt(mean(x^2) + eps)) * w in fp32, before the final rounding, over fp32 values
 // each known to lie in its span (one value each where x is a tensor; a range where x is an earlier step's
@@ -56,6 +53,41 @@ std::vector<uint16_t> norm_weight(Rng& rng, int64_t dim) {
   for (auto& w : weight) w = f32_to_bf16(1.0f + bf16_to_f32(w));
   return weight;
 }
+
+std::vector<Span> norm_rope_spans(const HostData& x, int64_t heads, int64_t dim, const HostData* weight,
+                                  const HostData& positions, std::span<const float> inv_freq) {
+  const int64_t half = dim / 2;
+  std::vector<Span> out(static_cast<size_t>(x.elements()));
+  for (int64_t offset = 0; offset < x.elements(); offset += dim) {
+    const int64_t row = offset / (heads * dim);
+    std::vector<Span> normed = rms_norm_vector(x, offset, dim, weight, kRmsEps);
+    for (Span& value : normed) value = bf16(value);
+    for (int64_t i = 0; i < half; ++i) {
+      const Span theta = f32_mul(exact_at(positions, row), Span::exact(inv_freq[static_cast<size_t>(i)]));
+      const Span cosine = bf16(f32_cos(theta)), sine = bf16(f32_sin(theta));
+      const Span& first = normed[static_cast<size_t>(i)];
+      const Span& second = normed[static_cast<size_t>(i + half)];
+      out[static_cast<size_t>(offset + i)] =
+          bf16(f32_add(bf16(f32_mul(first, cosine)), bf16(f32_mul(-second, sine))));
+      out[static_cast<size_t>(offset + i + half)] =
+          bf16(f32_add(bf16(f32_mul(second, cosine)), bf16(f32_mul(first, sine))));
+    }
+  }
+  return out;
+}
+
+std::vector<int32_t> rope_positions(const CallRequest& request) {
+  Rng rng(mix_seed(request.seed, 77));
+  // Positions over the whole context; the extremes stress sits at its far end, where angles are largest.
+  const int64_t low = request.inputs == Inputs::extremes ? kContext - 4096 : 0;
+  std::vector<int32_t> positions(static_cast<size_t>(request.rows));
+  for (auto& p : positions) p = static_cast<int32_t>(rng.integer(low, kContext - 1));
+  return positions;
+}
+
+namespace {
+
+constexpr float kLayerScalar = 0.59765625f;  // a bf16 value, as Gemma 4's layer scalars are
 
 class NormForm : public Form {
  public:
@@ -130,12 +162,7 @@ class NormRopeForm final : public NormForm {
 
   Call make_call(const CallRequest& request) const override {
     Call call = norm_call(request);
-    Rng rng(mix_seed(request.seed, 77));
-    // Positions over the whole context; the extremes stress sits at its far end, where angles are largest.
-    const int64_t low = request.inputs == Inputs::extremes ? kContext - 4096 : 0;
-    std::vector<int32_t> positions(static_cast<size_t>(request.rows));
-    for (auto& p : positions) p = static_cast<int32_t>(rng.integer(low, kContext - 1));
-    call.inputs.push_back(i32_data("positions", {request.rows}, positions, true));
+    call.inputs.push_back(i32_data("positions", {request.rows}, rope_positions(request), true));
     return call;
   }
 
@@ -145,26 +172,7 @@ class NormRopeForm final : public NormForm {
   }
 
   std::vector<std::vector<Span>> expected(const Call& call) const override {
-    const HostData& x = call.inputs[0];
-    const HostData& positions = call.inputs[2];
-    const int64_t half = dim_ / 2;
-    std::vector<Span> out(static_cast<size_t>(x.elements()));
-    for (int64_t offset = 0; offset < x.elements(); offset += dim_) {
-      const int64_t row = offset / (heads_ * dim_);
-      std::vector<Span> normed = rms_norm_vector(x, offset, dim_, weight(call), kRmsEps);
-      for (Span& value : normed) value = bf16(value);
-      for (int64_t i = 0; i < half; ++i) {
-        const Span theta = f32_mul(exact_at(positions, row), Span::exact(inv_freq_[static_cast<size_t>(i)]));
-        const Span cosine = bf16(f32_cos(theta)), sine = bf16(f32_sin(theta));
-        const Span& first = normed[static_cast<size_t>(i)];
-        const Span& second = normed[static_cast<size_t>(i + half)];
-        out[static_cast<size_t>(offset + i)] =
-            bf16(f32_add(bf16(f32_mul(first, cosine)), bf16(f32_mul(-second, sine))));
-        out[static_cast<size_t>(offset + i + half)] =
-            bf16(f32_add(bf16(f32_mul(second, cosine)), bf16(f32_mul(first, sine))));
-      }
-    }
-    return {out};
+    return {norm_rope_spans(call.inputs[0], heads_, dim_, weight(call), call.inputs[2], inv_freq_)};
   }
 
  private:

@@ -73,17 +73,14 @@ class LayerRunner {
     const ops::RopeSpec& rope = spec.rope;
     PLUMB_TRY(ops::matmul(backend_, space_.xn.view, weights.q_proj,
                           shaped(space_.q, {rows_, spec.heads * spec.head_dim})));
-    PLUMB_TRY(ops::norm_rope(backend_, q, &weights.q_norm, eps, space_.positions.view, rope, q));
-    const TensorView k_flat = shaped(space_.k, {rows_, spec.kv_heads * spec.head_dim});
-    PLUMB_TRY(ops::matmul(backend_, space_.xn.view, weights.k_proj, k_flat));
-    if (spec.k_eq_v) {
-      PLUMB_TRY(ops::rms_norm(backend_, k, nullptr, eps, v));  // values: the unit-RMS raw keys, no RoPE
-    } else {
+    PLUMB_TRY(ops::matmul(backend_, space_.xn.view, weights.k_proj,
+                          shaped(space_.k, {rows_, spec.kv_heads * spec.head_dim})));
+    if (!spec.k_eq_v)
       PLUMB_TRY(ops::matmul(backend_, space_.xn.view, weights.v_proj,
                             shaped(space_.v, {rows_, spec.kv_heads * spec.head_dim})));
-      PLUMB_TRY(ops::rms_norm(backend_, v, nullptr, eps, v));
-    }
-    PLUMB_TRY(ops::norm_rope(backend_, k, &weights.k_norm, eps, space_.positions.view, rope, k));
+    // q and k normed and rotated, v the unit-RMS values (for k_eq_v layers the raw keys', without RoPE).
+    PLUMB_TRY(ops::head_norms(backend_, q, weights.q_norm, k, weights.k_norm, spec.k_eq_v ? k : v,
+                              space_.positions.view, rope, eps, q, k, v));
     std::vector<ops::KvSegment> segments;
     int64_t first_row = 0;
     for (const StreamChunk& chunk : chunks_) {
