@@ -154,6 +154,7 @@ __global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<kBits, kMTiles>)
   const int split = static_cast<int>(blockIdx.y);
   const int64_t kt0 = split * p.tiles_per_split;
   const int tiles = static_cast<int>(min(kt0 + p.tiles_per_split, p.k_tiles) - kt0);
+  const int full_tiles = static_cast<int>(min(p.full_tiles - kt0, int64_t{tiles}));  // tiles wholly inside k
   const int row_bytes = p.segment_tiles * 128 + 16;
   // Shared memory: the ring ([warps][slots][slot bytes]), then x.
   char* ring = shared + warp * kSlots * kSlotBytes<kBits>;
@@ -165,6 +166,7 @@ __global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<kBits, kMTiles>)
 #pragma unroll
   for (int j = 0; j < kDecodeNTiles; ++j)
     odd_rows |= static_cast<uint32_t>(min(col0 + j * 8 + lane / 4, p.n - 1) & p.groups & 1) << j;
+  odd_rows = held(odd_rows);
   // The lane's ldmatrix rows of x; rows past p.rows read row p.rows - 1, as an mma row's sums depend on its
   // own row of x alone and those rows are never stored.
   uint32_t a_rows[kMTiles];
@@ -193,12 +195,13 @@ __global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<kBits, kMTiles>)
     copy_wait<kSlots - 2>();
     __syncwarp();
     WeightTile<kBits> tile;
-    read_tile<kBits>(tile, ring + (t % kSlots) * kSlotBytes<kBits>, odd_rows, kt0 + t, p.group_shift);
+    read_tile<kBits>(tile, ring + (t % kSlots) * kSlotBytes<kBits>, odd_rows,
+                     static_cast<uint32_t>(kt0 + t) * kTileK, p.group_shift);
     __syncwarp();  // every lane has read the slot the next copy refills
     if (t + kSlots - 1 < tiles) source.copy_next(ring + ((t + kSlots - 1) % kSlots) * kSlotBytes<kBits>, p);
     copy_commit();
     const TileForm form = tile_form<kBits>(tile, p.group_shift);
-    if (kt0 + t < p.full_tiles) {
+    if (t < full_tiles) {
       multiply_tile<kBits, kMTiles, true>(tile, form, p.group_shift, a_rows, t - segment, 4, acc);
     } else {
       const int steps = static_cast<int>(min(int64_t{4}, (p.k - (kt0 + t) * kTileK) / 16));

@@ -21,6 +21,13 @@ constexpr int kDecodeBlockCols =
     kDecodeWarps * kDecodeWarpCols;  // = kTileN: one output tile per block column
 static_assert(kDecodeBlockCols == kTileN, "decode blocks cover the tiled kernel's output tiles");
 
+// v, held in a register from here on: the compiler may not recompute it from its inputs inside the tile loop
+// (under the launch bounds' register cap it rematerialized such per-lane constants every tile).
+__device__ __forceinline__ uint32_t held(uint32_t v) {
+  asm volatile("" : "+r"(v));
+  return v;
+}
+
 struct DecodeParams {
   const uint16_t* x;
   int64_t x_stride;
@@ -88,8 +95,8 @@ struct CodeSource {
     }
     tile_k = static_cast<int>(kt0 * kTileK);
     elements = lane < kDecodeWarpCols ? p.scales : p.biases;
-    row_element = static_cast<uint32_t>(min(col0 + lane % kDecodeWarpCols, p.n - 1) * p.groups);
-    last_element = static_cast<uint32_t>(p.n * p.groups - 1);
+    row_element = held(static_cast<uint32_t>(min(col0 + lane % kDecodeWarpCols, p.n - 1) * p.groups));
+    last_element = held(static_cast<uint32_t>(p.n * p.groups - 1));
   }
 
   // Queues the copy of the next tile into `slot`, and moves to the tile after it.
@@ -135,12 +142,13 @@ struct WeightTile {
 
 // Reads the lane's codes of a tile from its ring slot, and each half's scale | bias << 16 from the slot's
 // words: the element's half of its aligned word (odd elements sit in the high half). Bit j of odd_rows is
-// the parity of the first element of column tile j's row.
+// the parity of the first element of column tile j's row; tile_k is the tile's first k (32 bits: k < 2^31).
 template <int kBits>
 __device__ __forceinline__ void read_tile(WeightTile<kBits>& tile, const char* slot, uint32_t odd_rows,
-                                          int64_t kt, int group_shift) {
+                                          uint32_t tile_k, int group_shift) {
   const int g = threadIdx.x % 32 / 4;
   const uint32_t* words = reinterpret_cast<const uint32_t*>(slot + kCodeBytes<kBits>);
+  const uint32_t groups[2] = {tile_k >> group_shift, (tile_k + 32u) >> group_shift};
 #pragma unroll
   for (int j = 0; j < kDecodeNTiles; ++j) {
     const int column = j * 8 + g;
@@ -154,10 +162,10 @@ __device__ __forceinline__ void read_tile(WeightTile<kBits>& tile, const char* s
         continue;
       }
       const uint32_t* half = words + h * 2 * kDecodeWarpCols;
-      const uint32_t group = static_cast<uint32_t>((kt * kTileK + 32 * h) >> group_shift);
-      const bool odd = ((group ^ odd_rows >> j) & 1u) != 0;
+      // Selector 0x5410 takes both words' low halves, 0x7632 (= 0x5410 + 0x2222) their high halves.
+      const uint32_t odd = (groups[h] ^ odd_rows >> j) & 1u;
       tile.scale_bias[j][h] =
-          __byte_perm(half[column], half[kDecodeWarpCols + column], odd ? 0x7632 : 0x5410);
+          __byte_perm(half[column], half[kDecodeWarpCols + column], 0x5410u + odd * 0x2222u);
     }
   }
 }
@@ -353,15 +361,23 @@ __device__ __forceinline__ void subnormal_fragment(const WeightTile<4>& tile, co
                       pairs.bias[j][kStep / 2]);
 }
 
-// Whether subnormal_pair gives bf16(f32(scale * q) + bias) for every 4-bit code: one rounding allowed
-// with |scale| < 2^-5, so that scale * 2^133 stays a finite bf16.
-__device__ __forceinline__ bool subnormal_exact(uint32_t scale_bias) {
-  return ops::affine_single_rounding_exact_bits(scale_bias) && (scale_bias & 0x7fffu) < 0x3d00u;
+// Which forms one half-row's scale | bias << 16 allows: one rounding (ops::affine_single_rounding_exact_bits)
+// and, with |scale| < 2^-5 as well, subnormal_pair (scale * 2^133 stays a finite bf16). Bitwise tests, so
+// the compiler makes no branches of them.
+struct FormTests {
+  bool exact, subnormal;
+};
+
+__device__ __forceinline__ FormTests form_tests(uint32_t scale_bias) {
+  const uint32_t s = scale_bias & 0x7fffu, b = scale_bias >> 16 & 0x7fffu;
+  const bool bias_allows = (b < 0x7180u) & ((b == 0u) | (b + 0x0780u >= s));
+  const bool one_rounding = s - 0x0d80u < 0x7180u - 0x0d80u, small_scale = s - 0x0d80u < 0x3d00u - 0x0d80u;
+  return {bias_allows & one_rounding, bias_allows & small_scale};
 }
 
 // How a tile's codes become weights, decided for the whole warp: subnormal pairs where every half-row of
 // every lane allows them (4-bit), packed pairs where every one allows one rounding (2- and 4-bit), else
-// through f32 with two roundings.
+// through f32 with two roundings. A half-row that allows subnormal pairs allows one rounding.
 enum class TileForm { f32, packed, subnormal };
 
 template <int kBits>
@@ -375,11 +391,12 @@ __device__ __forceinline__ TileForm tile_form(const WeightTile<kBits>& tile, int
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         if (h == 1 && group_shift != 5) continue;  // the same group as half 0
-        exact = exact && ops::affine_single_rounding_exact_bits(tile.scale_bias[j][h]);
-        subnormal = subnormal && subnormal_exact(tile.scale_bias[j][h]);
+        const FormTests tests = form_tests(tile.scale_bias[j][h]);
+        exact &= tests.exact;
+        subnormal &= tests.subnormal;
       }
-    if (!__all_sync(0xffffffffu, exact)) return TileForm::f32;
-    return kBits == 4 && __all_sync(0xffffffffu, subnormal) ? TileForm::subnormal : TileForm::packed;
+    if (kBits == 4 && __all_sync(0xffffffffu, subnormal)) return TileForm::subnormal;
+    return __all_sync(0xffffffffu, exact) ? TileForm::packed : TileForm::f32;
   }
 }
 
