@@ -372,7 +372,7 @@ __device__ __forceinline__ FormTests form_tests(uint32_t scale_bias) {
   const uint32_t s = scale_bias & 0x7fffu, b = scale_bias >> 16 & 0x7fffu;
   const bool bias_allows = (b < 0x7180u) & ((b == 0u) | (b + 0x0780u >= s));
   const bool one_rounding = s - 0x0d80u < 0x7180u - 0x0d80u, small_scale = s - 0x0d80u < 0x3d00u - 0x0d80u;
-  return {bias_allows & one_rounding, bias_allows & small_scale};
+  return {static_cast<bool>(bias_allows & one_rounding), static_cast<bool>(bias_allows & small_scale)};
 }
 
 // How a tile's codes become weights, decided for the whole warp: subnormal pairs where every half-row of

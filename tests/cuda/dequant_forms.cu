@@ -43,10 +43,14 @@ __global__ void enumerate_kernel(DequantFormCounts* counts) {
     if (ops::affine_single_rounding_exact_bits(entry) != float_rule(scale, bias))
       note_failure(counts, &counts->rule_mismatches, entry, 0, float_rule(scale, bias),
                    ops::affine_single_rounding_exact_bits(entry));
+    const matmul::FormTests tests = matmul::form_tests(entry);  // the decode kernel's bitwise tests
+    if (tests.exact != ops::affine_single_rounding_exact_bits(entry))
+      note_failure(counts, &counts->rule_mismatches, entry, 0, ops::affine_single_rounding_exact_bits(entry),
+                   tests.exact);
     if (!ops::affine_single_rounding_exact_bits(entry)) continue;
     ++exact;
     const uint32_t scale_pair = scale_bits * 0x10001u, bias_pair = bias_bits * 0x10001u;
-    const bool small = matmul::subnormal_exact(entry);
+    const bool small = tests.subnormal;
     subnormal += small ? 1 : 0;
     for (uint32_t q = 0; q < 16; ++q) {
       const uint32_t high = 15u - q;  // every code in both halves
