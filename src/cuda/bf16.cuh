@@ -19,7 +19,7 @@ __device__ __forceinline__ float round_bf16(float value) {
   return bf16_value(bf16_bits(value));
 }
 
-inline unsigned blocks_for(int64_t items, int per_block) {
+__host__ __device__ inline unsigned blocks_for(int64_t items, int per_block) {
   return static_cast<unsigned>((items + per_block - 1) / per_block);
 }
 

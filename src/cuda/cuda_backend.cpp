@@ -333,6 +333,26 @@ void CudaBackend::matmul(const ops::MatmulLaunch& launch) {
       [&] { return fmt::format("matmul {} rows {}", weight_label(launch.weight), launch.rows); });
 }
 
+void CudaBackend::matmul_group(std::span<const ops::MatmulLaunch> members) {
+  if (failed()) return;
+  static_assert(ops::kMatmulGroupMembers == kMatmulGroupMembers);
+  std::vector<MatmulArgs> args;
+  for (const ops::MatmulLaunch& member : members) args.push_back(matmul_args(member));
+  const size_t bytes = matmul_group_scratch_bytes(args);
+  void* area = bytes > 0 ? scratch("matmul_group", bytes) : nullptr;
+  if (bytes > 0 && area == nullptr) return;
+  unsigned* counters = matmul_counters();
+  if (counters == nullptr) return;
+  run(
+      "matmul_group",
+      [&] { return launch_matmul_group(args, area, counters, options_.decode_matmul, stream_.get()); },
+      [&] {
+        std::string label = fmt::format("matmul_group rows {}:", members.front().rows);
+        for (const ops::MatmulLaunch& member : members) label += " " + weight_label(member.weight);
+        return label;
+      });
+}
+
 void CudaBackend::attention(const ops::AttentionLaunch& launch) {
   if (failed() || launch.rows == 0) return;
   std::vector<AttentionSegmentArgs> segments;

@@ -8,6 +8,7 @@
 // makes the same sums with the codes streamed through shared memory. Affine weights are dequantized in the
 // kernel to bf16(scale * q + bias) (k_matmul_tiles.cuh); f16 and f32 weights go to k_matmul_simt.cu.
 #include <algorithm>
+#include <span>
 
 #include "cuda/dependent_launch.cuh"
 #include "cuda/k_matmul_tiles.cuh"
@@ -18,10 +19,11 @@ namespace plumb::cuda {
 
 cudaError_t launch_matmul_simt(const MatmulArgs& launch, cudaStream_t stream);
 bool matmul_decode_supports(const WeightArgs& weight);
-cudaError_t launch_matmul_decode(const MatmulArgs& launch, int64_t tiles_per_split, int splits, void* scratch,
-                                 unsigned* counters, cudaStream_t stream);
 
 namespace matmul {
+
+// k_matmul_decode.cu: up to 32 rows of affine weights, one to kMatmulGroupMembers matmuls of one x a launch.
+cudaError_t launch_matmul_decode(std::span<const DecodeMember> members, cudaStream_t stream);
 
 // k_matmul_dequant.cu: tall calls of affine weights dequantized once into scratch for the bf16 ring.
 bool dequantize_fits(const WeightArgs& weight, int64_t rows);
@@ -124,20 +126,20 @@ __device__ void run_tiles_warpgroups(const Params& p, char* shared, Accumulators
 }
 #endif
 
+// One block: output tile `place` over the k tiles of cross-block split `split` (all of k without them).
 template <int kRowsTile, int kBits>
-__global__ void __launch_bounds__(kThreads) matmul_kernel(Params p) {
+__device__ __forceinline__ void matmul_block(const Params& p, TilePlace place, int64_t split) {
   using L = Layout<kRowsTile, kBits>;
   extern __shared__ __align__(128) char shared_bytes[];
   char* shared = shared_bytes;
   if constexpr (L::kAlignBytes != 0)
     shared += (L::kAlignBytes - shared_address(shared_bytes) % L::kAlignBytes) % L::kAlignBytes;
-  const TilePlace place = place_block();
   const int64_t n0 = place.n_tile * kTileN;
   const int64_t m0 = place.m_tile * kRowsTile;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int warp_m = warp / L::kWarpsN, warp_n = warp % L::kWarpsN;
   Accumulators<L> acc, total;  // run_tiles starts acc at zero; wgmma's first step of a split overwrites it
-  const int64_t kt0 = p.cross ? blockIdx.z * p.tiles_per_split : 0;
+  const int64_t kt0 = p.cross ? split * p.tiles_per_split : 0;
   const int64_t kt1 = p.cross ? min(kt0 + p.tiles_per_split, p.k_tiles) : p.k_tiles;
 #if PLUMB_WGMMA
   if constexpr (L::kWarpgroups) {
@@ -147,14 +149,54 @@ __global__ void __launch_bounds__(kThreads) matmul_kernel(Params p) {
   {
     run_tiles<L, kBits>(p, shared, acc, total, m0, n0, kt0, kt1, warp_m, warp_n);
   }
-  write_tile<L>(p, total, m0, n0, blockIdx.z, warp_m, warp_n, lane);
+  write_tile<L>(p, total, m0, n0, split, warp_m, warp_n, lane);
+}
+
+template <int kRowsTile, int kBits>
+__global__ void __launch_bounds__(kThreads) matmul_kernel(Params p) {
+  matmul_block<kRowsTile, kBits>(p, place_block(), blockIdx.z);
+}
+
+// Up to kMatmulGroupMembers bf16 matmuls of one x in one launch: member i's blocks are [first_block[i],
+// first_block[i + 1]), numbered as matmul_kernel's grid would be (column tiles, row tiles, then splits), and
+// its reduce blocks [first_reduce[i], first_reduce[i + 1]) (none without cross-block splits).
+struct GroupParams {
+  static_assert(kMatmulGroupMembers == 3, "matmul_group_kernel has a body per member");
+  Params member[kMatmulGroupMembers];
+  int64_t first_block[kMatmulGroupMembers + 1];
+  int64_t first_reduce[kMatmulGroupMembers + 1];
+  int members;
+};
+
+// The member whose range [first[i], first[i + 1]) holds block `index`.
+__device__ __forceinline__ int group_member(const int64_t (&first)[kMatmulGroupMembers + 1], int members,
+                                            int64_t index) {
+  int i = 0;
+  while (i + 1 < members && index >= first[i + 1]) ++i;
+  return i;
+}
+
+template <int kRowsTile>
+__global__ void __launch_bounds__(kThreads) matmul_group_kernel(const __grid_constant__ GroupParams group) {
+  const int i = group_member(group.first_block, group.members, blockIdx.x);
+  const auto run = [&](const Params& p) {
+    const int64_t n_tiles = (p.n + kTileN - 1) / kTileN, m_tiles = (p.rows + kRowsTile - 1) / kRowsTile;
+    const int64_t local = blockIdx.x - group.first_block[i], per_split = n_tiles * m_tiles;
+    matmul_block<kRowsTile, 0>(p, place_tile(local % per_split, n_tiles, m_tiles), local / per_split);
+  };
+  // A body per member, so each reads its parameters at fixed offsets rather than through an index.
+  switch (i) {
+    case 0:
+      return run(group.member[0]);
+    case 1:
+      return run(group.member[1]);
+    default:
+      return run(group.member[2]);
+  }
 }
 
 // t = partial[0]; t += partial[s] for s = 1.. in order; the same additions a single block makes.
-__global__ void reduce_kernel(Params p) {
-  wait_for_previous_kernel();
-  const int64_t col = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  const int64_t row = blockIdx.y;
+__device__ __forceinline__ void reduce_column(const Params& p, int64_t col, int64_t row) {
   if (col >= p.n) return;
   float total = p.partial[row * p.n + col];
   for (int s = 1; s < p.splits; ++s) total = total + p.partial[(s * p.rows + row) * p.n + col];
@@ -163,6 +205,18 @@ __global__ void reduce_kernel(Params p) {
   } else {
     static_cast<uint16_t*>(p.out)[row * p.out_stride + col] = bf16_bits(total);
   }
+}
+
+__global__ void reduce_kernel(Params p) {
+  wait_for_previous_kernel();
+  reduce_column(p, static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x, blockIdx.y);
+}
+
+__global__ void reduce_group_kernel(const __grid_constant__ GroupParams group) {
+  wait_for_previous_kernel();
+  const int i = group_member(group.first_reduce, group.members, blockIdx.x);
+  const int64_t local = blockIdx.x - group.first_reduce[i];
+  reduce_column(group.member[i], local * kThreads + threadIdx.x, blockIdx.y);
 }
 
 struct Plan {
@@ -250,6 +304,115 @@ bool dequantize_first(const MatmulArgs& launch) {
 
 }  // namespace matmul
 
+namespace matmul {
+namespace {
+
+// A call's operands as the tiled kernels take them (the plan's fields are set per slab).
+Params params_for(const MatmulArgs& launch, void* scratch) {
+  const WeightArgs& weight = launch.weight;
+  Params p{};
+  p.x = launch.x;
+  p.x_stride = launch.x_stride;
+  p.rows = launch.rows;
+  p.n = weight.out;
+  p.k = weight.in;
+  p.out = launch.out;
+  p.out_f32 = launch.out_f32;
+  p.out_stride = launch.out_stride;
+  p.partial = static_cast<float*>(scratch);
+  p.x_vector = x_vector(launch);
+  if (weight.affine) {
+    p.packed = weight.packed;
+    p.scales = weight.scales;
+    p.biases = weight.biases;
+    p.group = weight.group;
+  } else {
+    p.dense = static_cast<const uint16_t*>(weight.dense);
+    p.dense_vector = aligned16(weight.dense) && p.k % 8 == 0;
+  }
+  return p;
+}
+
+void apply_plan(Params& p, const Plan& plan) {
+  p.k_tiles = plan.k_tiles;
+  p.tiles_per_split = plan.tiles_per_split;
+  p.splits = plan.splits;
+  p.cross = plan.cross;
+}
+
+// Scratch of one member of a group, rounded up so that the next member's starts 256-byte aligned.
+size_t member_scratch_bytes(const MatmulArgs& launch) {
+  return (matmul_scratch_bytes(launch) + 255) / 256 * 256;
+}
+
+bool decode_takes(const MatmulArgs& launch, bool decode) {
+  return decode && launch.rows <= kDecodeRows && uses_tensor_cores(launch) &&
+         matmul_decode_supports(launch.weight);
+}
+
+// The decode kernel takes the whole group where it takes every member, of one code width, and their
+// column strips' counters fit (its strips are kTileN columns, k_matmul_fragments.cuh).
+bool decode_group_fits(std::span<const MatmulArgs> members, bool decode) {
+  size_t strips = 0;
+  for (const MatmulArgs& member : members) {
+    if (!decode_takes(member, decode) || member.weight.bits != members[0].weight.bits) return false;
+    strips += blocks_for(member.weight.out, kTileN);
+  }
+  return strips <= kMatmulCounters;
+}
+
+cudaError_t launch_decode_group(std::span<const MatmulArgs> members, std::span<void* const> areas,
+                                unsigned* counters, cudaStream_t stream) {
+  DecodeMember list[kMatmulGroupMembers];
+  for (size_t i = 0; i < members.size(); ++i) {
+    const Plan plan = plan_for(members[i].rows, members[i].weight.out, members[i].weight.in);
+    list[i] = {&members[i], plan.tiles_per_split, plan.splits, areas[i], counters};
+    counters += blocks_for(members[i].weight.out, kTileN);
+  }
+  return launch_matmul_decode(std::span(list, members.size()), stream);
+}
+
+// The grouped tiled kernel takes bf16 weights at decode row counts (the 16- and 32-row tiles, one slab).
+bool tiled_group_fits(std::span<const MatmulArgs> members) {
+  for (const MatmulArgs& member : members)
+    if (member.weight.affine || member.weight.dense_kind != DenseKind::bf16 || member.rows > kDecodeRows)
+      return false;
+  return true;
+}
+
+template <int kRowsTile>
+cudaError_t launch_tiled_group(std::span<const MatmulArgs> members, std::span<void* const> areas,
+                               cudaStream_t stream) {
+  GroupParams group{};
+  group.members = static_cast<int>(members.size());
+  for (int i = 0; i < group.members; ++i) {
+    const MatmulArgs& member = members[i];
+    const Plan plan = plan_for(member.rows, member.weight.out, member.weight.in);
+    Params& p = group.member[i] = params_for(member, areas[i]);
+    apply_plan(p, plan);
+    group.first_block[i + 1] =
+        group.first_block[i] + plan.n_tiles * plan.m_tiles * (plan.cross ? plan.splits : 1);
+    group.first_reduce[i + 1] = group.first_reduce[i] + (plan.cross ? blocks_for(p.n, kThreads) : 0);
+  }
+  using L = Layout<kRowsTile, 0>;
+  auto kernel = matmul_group_kernel<kRowsTile>;
+  cudaError_t code =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kSharedBytes);
+  if (code != cudaSuccess) return code;
+  launch_dependent(kernel, dim3(static_cast<unsigned>(group.first_block[group.members])), kThreads,
+                   L::kSharedBytes, stream, group);
+  if ((code = cudaGetLastError()) != cudaSuccess) return code;
+  if (group.first_reduce[group.members] == 0) return cudaSuccess;
+  launch_dependent(
+      reduce_group_kernel,
+      dim3(static_cast<unsigned>(group.first_reduce[group.members]), static_cast<unsigned>(members[0].rows)),
+      kThreads, 0, stream, group);
+  return cudaGetLastError();
+}
+
+}  // namespace
+}  // namespace matmul
+
 size_t matmul_scratch_bytes(const MatmulArgs& launch) {
   if (!matmul::uses_tensor_cores(launch)) return 0;
   const matmul::Plan plan = matmul::plan_for(launch.rows, launch.weight.out, launch.weight.in);
@@ -266,31 +429,12 @@ cudaError_t launch_matmul(const MatmulArgs& launch, void* scratch, unsigned* cou
   if (launch.rows == 0) return cudaSuccess;
   if (!uses_tensor_cores(launch)) return launch_matmul_simt(launch, stream);
   const WeightArgs& weight = launch.weight;
-  if (decode && launch.rows <= kDecodeRows && matmul_decode_supports(weight)) {
-    const Plan plan = plan_for(launch.rows, weight.out, weight.in);
-    return launch_matmul_decode(launch, plan.tiles_per_split, plan.splits, scratch, counters, stream);
-  }
-  Params p{};
-  p.x = launch.x;
-  p.x_stride = launch.x_stride;
-  p.n = weight.out;
-  p.k = weight.in;
-  p.out_f32 = launch.out_f32;
-  p.out_stride = launch.out_stride;
-  p.partial = static_cast<float*>(scratch);
-  p.x_vector = x_vector(launch);
-  if (weight.affine) {
-    if (reinterpret_cast<uintptr_t>(weight.scales) % 4 != 0 ||
-        reinterpret_cast<uintptr_t>(weight.biases) % 4 != 0)
-      return cudaErrorMisalignedAddress;
-    p.packed = weight.packed;
-    p.scales = weight.scales;
-    p.biases = weight.biases;
-    p.group = weight.group;
-  } else {
-    p.dense = static_cast<const uint16_t*>(weight.dense);
-    p.dense_vector = aligned16(weight.dense) && p.k % 8 == 0;
-  }
+  if (decode_takes(launch, decode))
+    return launch_decode_group(std::span(&launch, 1), std::span(&scratch, 1), counters, stream);
+  if (weight.affine && (reinterpret_cast<uintptr_t>(weight.scales) % 4 != 0 ||
+                        reinterpret_cast<uintptr_t>(weight.biases) % 4 != 0))
+    return cudaErrorMisalignedAddress;
+  Params p = params_for(launch, scratch);
   int bits = weight.affine ? weight.bits : 0;
   if (dequantize_first(launch)) {
     auto* dense = static_cast<uint16_t*>(scratch);
@@ -308,10 +452,7 @@ cudaError_t launch_matmul(const MatmulArgs& launch, void* scratch, unsigned* cou
     p.rows = std::min(launch.rows - first, plan.m_tiles * plan.rows_tile);
     p.x = launch.x + first * launch.x_stride;
     p.out = static_cast<char*>(launch.out) + first * launch.out_stride * out_size;
-    p.k_tiles = plan.k_tiles;
-    p.tiles_per_split = plan.tiles_per_split;
-    p.splits = plan.splits;
-    p.cross = plan.cross;
+    apply_plan(p, plan);
     cudaError_t code = run_any(p, plan, bits, stream);
     if (code != cudaSuccess) return code;
     if (plan.cross) {
@@ -321,6 +462,36 @@ cudaError_t launch_matmul(const MatmulArgs& launch, void* scratch, unsigned* cou
     }
     first += p.rows;
   }
+  return cudaSuccess;
+}
+
+size_t matmul_group_scratch_bytes(std::span<const MatmulArgs> members) {
+  size_t bytes = 0;
+  for (const MatmulArgs& member : members) bytes += matmul::member_scratch_bytes(member);
+  return bytes;
+}
+
+cudaError_t launch_matmul_group(std::span<const MatmulArgs> members, void* scratch, unsigned* counters,
+                                bool decode, cudaStream_t stream) {
+  using namespace matmul;
+  if (members.empty() || members.size() > kMatmulGroupMembers) return cudaErrorInvalidValue;
+  if (members[0].rows == 0) return cudaSuccess;
+  void* areas[kMatmulGroupMembers] = {};
+  char* next = static_cast<char*>(scratch);
+  for (size_t i = 0; i < members.size(); ++i) {
+    areas[i] = next;
+    next += member_scratch_bytes(members[i]);
+  }
+  const std::span<void* const> member_areas(areas, members.size());
+  if (members.size() > 1 && decode_group_fits(members, decode))
+    return launch_decode_group(members, member_areas, counters, stream);
+  if (members.size() > 1 && tiled_group_fits(members))
+    return members[0].rows <= 16 ? launch_tiled_group<16>(members, member_areas, stream)
+                                 : launch_tiled_group<32>(members, member_areas, stream);
+  for (size_t i = 0; i < members.size(); ++i)
+    if (const cudaError_t code = launch_matmul(members[i], areas[i], counters, decode, stream);
+        code != cudaSuccess)
+      return code;
   return cudaSuccess;
 }
 

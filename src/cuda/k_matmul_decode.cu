@@ -9,6 +9,7 @@
 // sums in split order, so no second launch is needed. bf16 weights take the tiled kernel, which streams them
 // faster at these row counts (65% against 45% of the copy bound at 1 row, measured on the H200).
 #include <algorithm>
+#include <span>
 #include <type_traits>
 
 #include "cuda/dependent_launch.cuh"
@@ -120,23 +121,22 @@ __device__ __forceinline__ void store(const DecodeParams& p, int64_t row, int64_
 }
 
 // The last block of a column strip to arrive adds the splits' partials in split order: t = p0; t += p1...
-__device__ void reduce_if_last(const DecodeParams& p) {
+__device__ void reduce_if_last(const DecodeParams& p, int64_t strip) {
   __shared__ bool last;
   __threadfence();
   __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(p.counters + blockIdx.x, 1u) == static_cast<unsigned>(p.splits - 1);
+  if (threadIdx.x == 0) last = atomicAdd(p.counters + strip, 1u) == static_cast<unsigned>(p.splits - 1);
   __syncthreads();
   if (!last) return;
   __threadfence();
   for (int64_t i = threadIdx.x; i < p.rows * kDecodeBlockCols; i += kDecodeThreads) {
-    const int64_t row = i / kDecodeBlockCols,
-                  col = blockIdx.x * int64_t{kDecodeBlockCols} + i % kDecodeBlockCols;
+    const int64_t row = i / kDecodeBlockCols, col = strip * kDecodeBlockCols + i % kDecodeBlockCols;
     if (col >= p.n) continue;
     float total = __ldcg(p.partial + row * p.n + col);
     for (int s = 1; s < p.splits; ++s) total = total + __ldcg(p.partial + (s * p.rows + row) * p.n + col);
     store(p, row, col, total);
   }
-  if (threadIdx.x == 0) p.counters[blockIdx.x] = 0u;
+  if (threadIdx.x == 0) p.counters[strip] = 0u;
 }
 
 // Three blocks per SM where the registers allow (2- and 4-bit codes for up to 16 rows): the kernel issues
@@ -144,14 +144,13 @@ __device__ void reduce_if_last(const DecodeParams& p) {
 template <int kBits, int kMTiles>
 constexpr int kBlocksPerSm = kBits <= 4 && kMTiles == 1 ? 3 : 2;
 
+// One block: the warps' 16-column slices of column strip `strip`, over the k tiles of split `split`.
 template <int kBits, int kMTiles>
-__global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<kBits, kMTiles>))
-    decode_kernel(DecodeParams p) {
+__device__ __forceinline__ void decode_block(const DecodeParams& p, int64_t strip, int split) {
   constexpr int kSlots = kRingSlots<kBits>;
   extern __shared__ __align__(16) char shared[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kDecodeBlockCols + warp * kDecodeWarpCols;
-  const int split = static_cast<int>(blockIdx.y);
+  const int64_t col0 = strip * kDecodeBlockCols + warp * kDecodeWarpCols;
   const int64_t kt0 = split * p.tiles_per_split;
   const int tiles = static_cast<int>(min(kt0 + p.tiles_per_split, p.k_tiles) - kt0);
   const int full_tiles = static_cast<int>(min(p.full_tiles - kt0, int64_t{tiles}));  // tiles wholly inside k
@@ -220,35 +219,68 @@ __global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<kBits, kMTiles>)
       store(p, row, col, acc[mt][j][e]);
     }
   });
-  if (to_partial) reduce_if_last(p);
+  if (to_partial) reduce_if_last(p, strip);
+}
+
+// A launch of one to kMatmulGroupMembers matmuls of one x (a plain matmul is a group of one): member i's
+// blocks are [first_block[i], first_block[i + 1]), its column strips for split 0, then for split 1, and so
+// on.
+struct DecodeGroup {
+  static_assert(kMatmulGroupMembers == 3, "decode_kernel has a body per member");
+  DecodeParams member[kMatmulGroupMembers];
+  int first_block[kMatmulGroupMembers + 1];
+  int strips[kMatmulGroupMembers];  // column strips of kDecodeBlockCols
+  int members;
+};
+
+template <int kBits, int kMTiles>
+__global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<kBits, kMTiles>))
+    decode_kernel(const __grid_constant__ DecodeGroup group) {
+  int i = 0;
+  while (i + 1 < group.members && static_cast<int>(blockIdx.x) >= group.first_block[i + 1]) ++i;
+  const int local = static_cast<int>(blockIdx.x) - group.first_block[i], strips = group.strips[i];
+  // A body per member, so each reads its parameters at fixed offsets (operands of the instructions that use
+  // them) rather than loading them through an index in the tile loop.
+  switch (i) {
+    case 0:
+      return decode_block<kBits, kMTiles>(group.member[0], local % strips, local / strips);
+    case 1:
+      return decode_block<kBits, kMTiles>(group.member[1], local % strips, local / strips);
+    default:
+      return decode_block<kBits, kMTiles>(group.member[2], local % strips, local / strips);
+  }
 }
 
 template <int kBits, int kMTiles>
-cudaError_t run_decode(DecodeParams p, cudaStream_t stream) {
+cudaError_t run_decode(DecodeGroup& group, cudaStream_t stream) {
   auto kernel = decode_kernel<kBits, kMTiles>;
-  const int64_t x_tiles = (kSegmentBytes / std::max<int64_t>(p.rows, 1) - 32) / 128;
-  p.segment_tiles = static_cast<int>(std::max<int64_t>(1, std::min(p.tiles_per_split, x_tiles)));
-  const size_t ring = size_t{kDecodeWarps} * kRingSlots<kBits> * kSlotBytes<kBits>;
-  const size_t shared = ring + static_cast<size_t>(p.rows * (p.segment_tiles * 128 + 16) + 16);
+  size_t shared = 0;
+  for (int i = 0; i < group.members; ++i) {
+    DecodeParams& p = group.member[i];
+    const int64_t x_tiles = (kSegmentBytes / std::max<int64_t>(p.rows, 1) - 32) / 128;
+    p.segment_tiles = static_cast<int>(std::max<int64_t>(1, std::min(p.tiles_per_split, x_tiles)));
+    const size_t ring = size_t{kDecodeWarps} * kRingSlots<kBits> * kSlotBytes<kBits>;
+    shared = std::max(shared, ring + static_cast<size_t>(p.rows * (p.segment_tiles * 128 + 16) + 16));
+  }
   if (shared > 48 * 1024) {
     const cudaError_t code =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared));
     if (code != cudaSuccess) return code;
   }
-  const dim3 grid(blocks_for(p.n, kDecodeBlockCols), static_cast<unsigned>(p.splits));
-  launch_dependent(kernel, grid, kDecodeThreads, shared, stream, p);
+  launch_dependent(kernel, dim3(static_cast<unsigned>(group.first_block[group.members])), kDecodeThreads,
+                   shared, stream, group);
   return cudaGetLastError();
 }
 
 template <int kMTiles>
-cudaError_t run_decode_bits(const DecodeParams& p, int bits, cudaStream_t stream) {
+cudaError_t run_decode_bits(DecodeGroup& group, int bits, cudaStream_t stream) {
   switch (bits) {
     case 2:
-      return run_decode<2, kMTiles>(p, stream);
+      return run_decode<2, kMTiles>(group, stream);
     case 4:
-      return run_decode<4, kMTiles>(p, stream);
+      return run_decode<4, kMTiles>(group, stream);
     case 8:
-      return run_decode<8, kMTiles>(p, stream);
+      return run_decode<8, kMTiles>(group, stream);
     default:
       return cudaErrorInvalidValue;
   }
@@ -273,9 +305,11 @@ bool matmul_decode_supports(const WeightArgs& weight) {
          elements < (int64_t{1} << 31) && weight.in + matmul::kTileK < (int64_t{1} << 31);
 }
 
-cudaError_t launch_matmul_decode(const MatmulArgs& launch, int64_t tiles_per_split, int splits, void* scratch,
-                                 unsigned* counters, cudaStream_t stream) {
-  using namespace matmul;
+namespace matmul {
+namespace {
+
+DecodeParams decode_params(const DecodeMember& member) {
+  const MatmulArgs& launch = *member.launch;
   const WeightArgs& weight = launch.weight;
   DecodeParams p{};
   p.x = launch.x;
@@ -286,24 +320,41 @@ cudaError_t launch_matmul_decode(const MatmulArgs& launch, int64_t tiles_per_spl
   p.biases = weight.biases;
   p.n = weight.out;
   p.k = weight.in;
-  if (weight.affine) {
-    p.row_words = p.k * weight.bits / 32;
-    p.groups = p.k / weight.group;
-    p.group_shift = weight.group == 32 ? 5 : weight.group == 64 ? 6 : 7;
-  }
+  p.row_words = p.k * weight.bits / 32;
+  p.groups = p.k / weight.group;
+  p.group_shift = weight.group == 32 ? 5 : weight.group == 64 ? 6 : 7;
   p.out = launch.out;
   p.out_f32 = launch.out_f32;
   p.out_stride = launch.out_stride;
-  p.partial = static_cast<float*>(scratch);
-  p.counters = counters;
+  p.partial = static_cast<float*>(member.scratch);
+  p.counters = member.counters;
   p.k_tiles = (p.k + kTileK - 1) / kTileK;
   p.full_tiles = p.k / kTileK;
-  p.tiles_per_split = tiles_per_split;
-  p.splits = splits;
+  p.tiles_per_split = member.tiles_per_split;
+  p.splits = member.splits;
   p.x_vector = aligned(launch.x, 16) && launch.x_stride % 8 == 0 && p.k % 8 == 0;
-  if (splits > 1 && blocks_for(p.n, kDecodeBlockCols) > kMatmulCounters) return cudaErrorInvalidValue;
-  const int bits = weight.affine ? weight.bits : 0;
-  return launch.rows <= 16 ? run_decode_bits<1>(p, bits, stream) : run_decode_bits<2>(p, bits, stream);
+  return p;
 }
+
+}  // namespace
+
+// Every member supported (matmul_decode_supports), of one width of codes and one row count.
+cudaError_t launch_matmul_decode(std::span<const DecodeMember> members, cudaStream_t stream) {
+  if (members.empty() || members.size() > kMatmulGroupMembers) return cudaErrorInvalidValue;
+  DecodeGroup group{};
+  group.members = static_cast<int>(members.size());
+  for (int i = 0; i < group.members; ++i) {
+    const DecodeParams& p = group.member[i] = decode_params(members[i]);
+    const unsigned strips = blocks_for(p.n, kDecodeBlockCols);
+    if (p.splits > 1 && strips > kMatmulCounters) return cudaErrorInvalidValue;
+    group.strips[i] = static_cast<int>(strips);
+    group.first_block[i + 1] = group.first_block[i] + group.strips[i] * p.splits;
+  }
+  const MatmulArgs& first = *members[0].launch;
+  return first.rows <= 16 ? run_decode_bits<1>(group, first.weight.bits, stream)
+                          : run_decode_bits<2>(group, first.weight.bits, stream);
+}
+
+}  // namespace matmul
 
 }  // namespace plumb::cuda

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "cuda/bf16.cuh"
+#include "cuda/kernel_args.hpp"
 #include "cuda/mma.cuh"
 #include "cuda/wgmma.cuh"
 
@@ -363,6 +364,16 @@ __device__ __forceinline__ void fold_split(Accumulators<L>& acc, Accumulators<L>
 }
 
 constexpr int64_t kGroupTiles = 16;
+
+// One matmul of a decode launch (k_matmul_decode.cu): its K splits from the weight's plan, its partial sums'
+// scratch and its column strips' counters.
+struct DecodeMember {
+  const MatmulArgs* launch;
+  int64_t tiles_per_split;
+  int splits;
+  void* scratch;
+  unsigned* counters;
+};
 
 struct TilePlace {
   int64_t m_tile, n_tile;

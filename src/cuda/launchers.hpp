@@ -3,6 +3,7 @@
 // kernels on `stream` and returns the launch's cudaError_t (cudaGetLastError), which the backend turns into a
 // Status.
 #include <cstddef>
+#include <span>
 
 #include <cuda_runtime.h>
 
@@ -50,9 +51,17 @@ cudaError_t launch_sample(const SampleArgs& launch, bool clusters, cudaStream_t 
 // output strip adds the K splits; a launch with several splits has fewer than 256 strips).
 size_t matmul_scratch_bytes(const MatmulArgs& launch);
 inline constexpr size_t kMatmulCounters = 256;
+// The most matmuls one grouped launch takes (ops::kMatmulGroupMembers).
+inline constexpr int kMatmulGroupMembers = 3;
 // `decode` sends up to 32 rows of the weights it supports to the decode kernel (the same bits).
 cudaError_t launch_matmul(const MatmulArgs& launch, void* scratch, unsigned* counters, bool decode,
                           cudaStream_t stream);
+// Matmuls of one x (rows, x and its stride the same) as one launch where they all take the decode kernel or
+// all are bf16 at up to 32 rows (each member its own plan, so each the bits launch_matmul gives), else one
+// after another. Each member gets its own part of the scratch.
+size_t matmul_group_scratch_bytes(std::span<const MatmulArgs> members);
+cudaError_t launch_matmul_group(std::span<const MatmulArgs> members, void* scratch, unsigned* counters,
+                                bool decode, cudaStream_t stream);
 
 // Attention processes its rows in chunks whose partials fit `scratch_bytes`; attention_scratch_bytes is the
 // most it can use for this launch (capped), attention_scratch_minimum the least it needs.

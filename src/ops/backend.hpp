@@ -4,6 +4,7 @@
 // Pointers are device pointers; strides are in elements; bf16 and f16 are raw uint16_t bits.
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string_view>
 
 #include "core/error.hpp"
@@ -116,6 +117,8 @@ struct MatmulLaunch {
   int64_t rows;
 };
 
+inline constexpr size_t kMatmulGroupMembers = 3;
+
 struct RowsLaunch {
   const uint16_t* a;
   int64_t a_stride;
@@ -216,6 +219,9 @@ class Backend {
   virtual void kv_write(const KvWriteLaunch& launch) = 0;
   virtual void attention(const AttentionLaunch& launch) = 0;
   virtual void matmul(const MatmulLaunch& launch) = 0;
+  // Matmuls of one x (up to kMatmulGroupMembers), one launch where a backend groups them (CUDA); by default
+  // each its own matmul, which is what the group must equal bit for bit.
+  virtual void matmul_group(std::span<const MatmulLaunch> members);
   virtual void geglu(const RowsLaunch& launch) = 0;
   virtual void add(const RowsLaunch& launch) = 0;
   virtual void scale(const RowsLaunch& launch) = 0;

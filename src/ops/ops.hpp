@@ -155,6 +155,14 @@ Status attention(Backend& backend, const TensorView& q, const TensorView& positi
 // weights HF runs when given the dequantized checkpoint). x: bf16 [rows, in]; out: bf16 or f32 [rows, out].
 Status matmul(Backend& backend, const TensorView& x, const Weight& weight, const TensorView& out);
 
+// out_i = x · W_iᵀ for 1 to kMatmulGroupMembers weights of one input width, each the bits ops::matmul gives
+// (the backend may launch them as one). outs are disjoint from x and from each other.
+struct MatmulMember {
+  const Weight* weight;
+  TensorView out;
+};
+Status matmul_group(Backend& backend, const TensorView& x, std::span<const MatmulMember> members);
+
 // out = bf16(bf16(gelu_tanh(gate)) * up); gelu_tanh(g) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))) in
 // fp32. gate, up, out: bf16 [rows, width].
 Status geglu(Backend& backend, const TensorView& gate, const TensorView& up, const TensorView& out);

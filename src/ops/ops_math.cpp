@@ -1,5 +1,7 @@
 // Op entries for matmul, the elementwise ops and argmax: check operands, then call the typed launcher.
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -9,17 +11,52 @@
 
 namespace plumb::ops {
 
-Status matmul(Backend& backend, const TensorView& x, const Weight& weight, const TensorView& out) {
-  constexpr std::string_view where = "ops.matmul";
-  const Device device = backend.device();
+namespace {
+
+Result<MatmulLaunch> matmul_launch(std::string_view where, Device device, const TensorView& x,
+                                   const Weight& weight, const TensorView& out, std::string_view out_name) {
   PLUMB_TRY(check_weight(where, weight));
   PLUMB_TRY(check_weight_device(where, weight, device));
   PLUMB_TRY(check_rows(where, "x", x, {DType::bf16}, {kAny, weight.in}, device));
-  PLUMB_TRY(check_rows(where, "out", out, {DType::bf16, DType::f32}, {x.dim(0), weight.out}, device));
-  PLUMB_TRY(check_disjoint(where, "out", out, "x", x));
-  backend.matmul(
-      {bf16_data(x), row_stride(x), weight_launch(weight), out.data, out.dtype, row_stride(out), x.dim(0)});
+  PLUMB_TRY(check_rows(where, out_name, out, {DType::bf16, DType::f32}, {x.dim(0), weight.out}, device));
+  PLUMB_TRY(check_disjoint(where, out_name, out, "x", x));
+  return MatmulLaunch{bf16_data(x),    row_stride(x), weight_launch(weight), out.data, out.dtype,
+                      row_stride(out), x.dim(0)};
+}
+
+}  // namespace
+
+Status matmul(Backend& backend, const TensorView& x, const Weight& weight, const TensorView& out) {
+  Result<MatmulLaunch> launch = matmul_launch("ops.matmul", backend.device(), x, weight, out, "out");
+  if (!launch.ok()) return launch.error();
+  backend.matmul(*launch);
   return {};
+}
+
+Status matmul_group(Backend& backend, const TensorView& x, std::span<const MatmulMember> members) {
+  constexpr std::string_view where = "ops.matmul_group";
+  if (members.empty() || members.size() > kMatmulGroupMembers)
+    return error_at(where, "group", "members", "has a member count out of range",
+                    fmt::format("1 to {}", kMatmulGroupMembers), std::to_string(members.size()));
+  std::vector<MatmulLaunch> launches;
+  for (size_t i = 0; i < members.size(); ++i) {
+    const std::string out_name = fmt::format("members[{}].out", i);
+    if (members[i].weight == nullptr)
+      return error_at(where, "weight", fmt::format("members[{}].weight", i), "is missing");
+    Result<MatmulLaunch> launch =
+        matmul_launch(where, backend.device(), x, *members[i].weight, members[i].out, out_name);
+    if (!launch.ok()) return launch.error();
+    for (size_t j = 0; j < i; ++j)
+      PLUMB_TRY(
+          check_disjoint(where, out_name, members[i].out, fmt::format("members[{}].out", j), members[j].out));
+    launches.push_back(*launch);
+  }
+  backend.matmul_group(launches);
+  return {};
+}
+
+void Backend::matmul_group(std::span<const MatmulLaunch> members) {
+  for (const MatmulLaunch& member : members) matmul(member);
 }
 
 namespace {

@@ -33,6 +33,39 @@ TEST_F(Validation, MatmulNamesTheWrongInput) {
                "ops.matmul: tensor 'out' has the wrong shape; expected [3, 8], got [3, 9]");
 }
 
+TEST_F(Validation, MatmulGroupNamesTheWrongMember) {
+  DeviceTensor wq = testing::device_bf16(*backend, Values(8 * 64, 0.5), {8, 64});
+  DeviceTensor wk = testing::device_bf16(*backend, Values(4 * 64, 0.5), {4, 64});
+  DeviceTensor wide = testing::device_bf16(*backend, Values(4 * 32, 0.5), {4, 32});
+  const Weight q = Weight::make_dense("q_proj", wq.view), k = Weight::make_dense("k_proj", wk.view);
+  const Weight narrow = Weight::make_dense("k_proj", wide.view);
+  DeviceTensor x = testing::device_zeros(*backend, DType::bf16, {3, 64});
+  DeviceTensor q_out = testing::device_zeros(*backend, DType::bf16, {3, 8});
+  DeviceTensor k_out = testing::device_zeros(*backend, DType::bf16, {3, 4});
+  const MatmulMember fine[] = {{&q, q_out.view}, {&k, k_out.view}};
+  expect_error(matmul_group(*backend, x.view, std::span(fine, 0)),
+               "ops.matmul_group: group 'members' has a member count out of range; expected 1 to 3, got 0");
+  const MatmulMember four[] = {{&q, q_out.view}, {&k, k_out.view}, {&q, q_out.view}, {&k, k_out.view}};
+  expect_error(matmul_group(*backend, x.view, four),
+               "ops.matmul_group: group 'members' has a member count out of range; expected 1 to 3, got 4");
+  const MatmulMember wrong_width[] = {{&q, q_out.view}, {&narrow, k_out.view}};
+  expect_error(matmul_group(*backend, x.view, wrong_width),
+               "ops.matmul_group: tensor 'x' has the wrong shape; expected [*, 32], got [3, 64]");
+  const MatmulMember wrong_out[] = {{&q, q_out.view}, {&k, q_out.view}};
+  expect_error(matmul_group(*backend, x.view, wrong_out),
+               "ops.matmul_group: tensor 'members[1].out' has the wrong shape; expected [3, 4], got [3, 8]");
+  // k's output on the first bytes of q's
+  const TensorView k_on_q = TensorView::contiguous(q_out.view.data, DType::bf16, {3, 4}, q_out.view.device);
+  const MatmulMember overlapping[] = {{&q, q_out.view}, {&k, k_on_q}};
+  expect_error(matmul_group(*backend, x.view, overlapping),
+               "ops.matmul_group: tensor 'members[1].out' overlaps an input; expected no bytes shared with "
+               "'members[0].out', got shared bytes");
+  const MatmulMember missing[] = {{&q, q_out.view}, {nullptr, k_out.view}};
+  expect_error(matmul_group(*backend, x.view, missing),
+               "ops.matmul_group: weight 'members[1].weight' is missing");
+  EXPECT_TRUE(matmul_group(*backend, x.view, fine).ok());
+}
+
 TEST_F(Validation, AffineWeightsWithTheWrongPackingAreRefusedByName) {
   std::vector<uint32_t> packed(8 * 16);
   std::vector<uint16_t> groups(8 * 2);

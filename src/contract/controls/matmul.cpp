@@ -1,4 +1,4 @@
-// Controls for matmul and embed_rows.
+// Controls for matmul, matmul_group and embed_rows.
 #include <vector>
 
 #include "contract/controls/common.hpp"
@@ -88,6 +88,15 @@ class EmbedFaulty final : public ForwardingBackend {
   }
 };
 
+// A grouped launch whose block ranges leave out the last member (its outputs never written).
+class MatmulGroupDropsLast final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  void matmul_group(std::span<const ops::MatmulLaunch> members) override {
+    real().matmul_group(members.first(members.size() - 1));
+  }
+};
+
 }  // namespace
 
 void register_matmul_controls(Registry& registry) {
@@ -102,6 +111,9 @@ void register_matmul_controls(Registry& registry) {
       "keeps the dequantized weight s * q + b in fp32 instead of bf16"));
   list.push_back(planted<MatmulFaulty<MatmulFault::f32_out_rounded>>(
       "matmul/f32-out-rounded", "matmul/12b-head-slice-f32", Gate::shapes, "rounds the f32 logits to bf16"));
+  list.push_back(planted<MatmulGroupDropsLast>("matmul_group/last-member-dropped",
+                                               "matmul_group/12b-qkv-sliding", Gate::runs,
+                                               "launches every member but the last"));
   list.push_back(planted<EmbedFaulty<true>>("embed_rows/affine-unrounded", "embed_rows/12b-affine-8bit-g32",
                                             Gate::shapes,
                                             "keeps the dequantized row in fp32 before the scale"));

@@ -1,129 +1,17 @@
 // Forms of matmul (bf16, f16, f32 and MLX affine weights) and embed_rows, with their ranges: each output a
 // dot product of exact fp32 products accumulated in fp32 in any order; embedding rows exact.
-#include <map>
 #include <memory>
 
 #include <fmt/format.h>
 
 #include "contract/forms/common.hpp"
-#include "contract/parallel.hpp"
+#include "contract/forms/matmul_weights.hpp"
 #include "contract/registry.hpp"
 #include "core/half.hpp"
 #include "ops/ops.hpp"
 
 namespace plumb::contract::forms {
 namespace {
-
-// Weight layout of one form: dense of a dtype, or affine with bits and group.
-struct WeightSpec {
-  int64_t out = 0;
-  int64_t in = 0;
-  DType dense = DType::bf16;
-  int bits = 0;  // 0: dense
-  int group = 0;
-
-  bool affine() const { return bits > 0; }
-  std::string text() const {
-    return affine() ? fmt::format("affine {}-bit g{}", bits, group) : std::string(dtype_name(dense));
-  }
-};
-
-// Element j of a packed row: bits [j*bits, j*bits + bits) of the little-endian u32 stream, LSB first.
-uint32_t read_code(const uint32_t* row, int64_t j, int bits) {
-  uint32_t code = 0;
-  for (int b = 0; b < bits; ++b) {
-    const int64_t bit = j * bits + b;
-    code |= ((row[bit / 32] >> (bit % 32)) & 1u) << b;
-  }
-  return code;
-}
-
-void write_code(uint32_t* row, int64_t j, int bits, uint32_t code) {
-  for (int b = 0; b < bits; ++b) {
-    const int64_t bit = j * bits + b;
-    row[bit / 32] |= ((code >> b) & 1u) << (bit % 32);
-  }
-}
-
-// Weight tensors: spread values; integers for the summing stresses, so every dot product is exact in fp32;
-// for `fractions`, affine scales 1 + 3/128 that put low bits into s * q + b.
-std::vector<HostData> make_weight(const WeightSpec& spec, uint64_t seed, Inputs inputs) {
-  const bool integers = inputs == Inputs::zero_sum || inputs == Inputs::cancel_pairs;
-  Rng rng(seed);
-  std::vector<HostData> tensors;
-  if (!spec.affine()) {
-    std::vector<uint16_t> values =
-        integers ? integers_bf16(rng, spec.out * spec.in, -2, 2) : spread_bf16(rng, spec.out * spec.in, 0.08);
-    HostData weight = bf16_data("weight", {spec.out, spec.in}, values, false);
-    if (spec.dense != DType::bf16) {
-      HostData wide = HostData::zeros("weight", spec.dense, weight.shape, false);
-      for (int64_t i = 0; i < weight.elements(); ++i) {
-        const float value = static_cast<float>(weight.value(i));
-        if (spec.dense == DType::f32) wide.as<float>()[i] = value + (integers ? 0.0f : value * 0x1p-11f);
-        if (spec.dense == DType::f16) wide.as<uint16_t>()[i] = f32_to_f16(value);
-      }
-      weight = std::move(wide);
-    }
-    tensors.push_back(std::move(weight));
-    return tensors;
-  }
-  const int64_t words = spec.in * spec.bits / 32, groups = spec.in / spec.group;
-  HostData packed = HostData::zeros("packed", DType::u32, {spec.out, words}, false);
-  for (int64_t o = 0; o < spec.out; ++o)
-    for (int64_t j = 0; j < spec.in; ++j)
-      write_code(packed.as<uint32_t>() + o * words, j, spec.bits,
-                 static_cast<uint32_t>(rng.next() & ((1u << spec.bits) - 1u)));
-  std::vector<uint16_t> scales(static_cast<size_t>(spec.out * groups)), biases(scales.size());
-  const float half_range = static_cast<float>(1 << (spec.bits - 1));
-  for (size_t g = 0; g < scales.size(); ++g) {
-    float scale = static_cast<float>(0.002 + 0.01 * rng.uniform()) * 8.0f / half_range;
-    if (integers) scale = 1.0f;
-    if (inputs == Inputs::fractions) scale = 1.0f + 3.0f / 128.0f;
-    scales[g] = f32_to_bf16(scale);
-    biases[g] = f32_to_bf16(-bf16_to_f32(scales[g]) * half_range);
-  }
-  tensors.push_back(std::move(packed));
-  tensors.push_back(bf16_data("scales", {spec.out, groups}, scales, false));
-  tensors.push_back(bf16_data("biases", {spec.out, groups}, biases, false));
-  return tensors;
-}
-
-// The weight's values row by row as fp32: dense exactly; affine as bf16(f32(scale * q + bias)).
-std::vector<float> weight_values(const WeightSpec& spec, std::span<const HostData> tensors) {
-  std::vector<float> values(static_cast<size_t>(spec.out * spec.in));
-  if (!spec.affine()) {
-    for (size_t i = 0; i < values.size(); ++i) values[i] = f32_at(tensors[0], static_cast<int64_t>(i));
-    return values;
-  }
-  const int64_t words = spec.in * spec.bits / 32, groups = spec.in / spec.group;
-  for (int64_t o = 0; o < spec.out; ++o)
-    for (int64_t j = 0; j < spec.in; ++j) {
-      const int64_t g = o * groups + j / spec.group;
-      const uint32_t code = read_code(tensors[0].as<uint32_t>() + o * words, j, spec.bits);
-      const Span product = f32_mul(exact_at(tensors[1], g), Span::exact(code));
-      const Span dequantized = bf16(f32_add(product, exact_at(tensors[2], g)));
-      values[static_cast<size_t>(o * spec.in + j)] = static_cast<float>(dequantized.lo);
-    }
-  return values;
-}
-
-Result<ops::Weight> weight_from(const WeightSpec& spec, std::span<const TensorView> views) {
-  if (!spec.affine()) return ops::Weight::make_dense("weight", views[0]);
-  return ops::Weight::make_affine("weight", spec.in, views[0], views[1], views[2], spec.bits, spec.group);
-}
-
-// The weight tensors are large and shared by every call of one seed: made once per seed and kind.
-class WeightCache {
- public:
-  const std::vector<HostData>& get(const WeightSpec& spec, uint64_t seed, Inputs inputs) const {
-    auto& slot = cache_[{seed, static_cast<int>(inputs)}];
-    if (!slot) slot = std::make_shared<std::vector<HostData>>(make_weight(spec, seed, inputs));
-    return *slot;
-  }
-
- private:
-  mutable std::map<std::pair<uint64_t, int>, std::shared_ptr<std::vector<HostData>>> cache_;
-};
 
 class MatmulForm final : public Form {
  public:
@@ -166,19 +54,7 @@ class MatmulForm final : public Form {
   }
 
   std::vector<std::vector<Span>> expected(const Call& call) const override {
-    const std::vector<float> w = weight_values(spec_, std::span(call.inputs).subspan(1));
-    std::vector<Span> out(static_cast<size_t>(call.rows * spec_.out));
-    parallel_indices(call.rows * spec_.out, [&](int64_t item) {
-      const int64_t r = item / spec_.out, o = item % spec_.out;
-      thread_local std::vector<float> x;
-      x.resize(static_cast<size_t>(spec_.in));
-      for (int64_t k = 0; k < spec_.in; ++k)
-        x[static_cast<size_t>(k)] = f32_at(call.inputs[0], r * spec_.in + k);
-      const Span sum =
-          f32_dot(x, std::span(w).subspan(static_cast<size_t>(o * spec_.in), static_cast<size_t>(spec_.in)));
-      out[static_cast<size_t>(item)] = out_dtype_ == DType::bf16 ? bf16(sum) : sum;
-    });
-    return {out};
+    return {matmul_spans(spec_, call.inputs[0], std::span(call.inputs).subspan(1), out_dtype_)};
   }
 
  private:

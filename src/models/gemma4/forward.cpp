@@ -71,13 +71,12 @@ class LayerRunner {
     const TensorView v = shaped(space_.v, {rows_, spec.kv_heads, spec.head_dim});
     const TensorView attn = shaped(space_.attn, {rows_, spec.heads, spec.head_dim});
     const ops::RopeSpec& rope = spec.rope;
-    PLUMB_TRY(ops::matmul(backend_, space_.xn.view, weights.q_proj,
-                          shaped(space_.q, {rows_, spec.heads * spec.head_dim})));
-    PLUMB_TRY(ops::matmul(backend_, space_.xn.view, weights.k_proj,
-                          shaped(space_.k, {rows_, spec.kv_heads * spec.head_dim})));
-    if (!spec.k_eq_v)
-      PLUMB_TRY(ops::matmul(backend_, space_.xn.view, weights.v_proj,
-                            shaped(space_.v, {rows_, spec.kv_heads * spec.head_dim})));
+    // q, k and v from one x: one launch where the backend groups them, each with its own weight's bits.
+    const ops::MatmulMember projections[] = {
+        {&weights.q_proj, shaped(space_.q, {rows_, spec.heads * spec.head_dim})},
+        {&weights.k_proj, shaped(space_.k, {rows_, spec.kv_heads * spec.head_dim})},
+        {&weights.v_proj, shaped(space_.v, {rows_, spec.kv_heads * spec.head_dim})}};
+    PLUMB_TRY(ops::matmul_group(backend_, space_.xn.view, std::span(projections, spec.k_eq_v ? 2 : 3)));
     // q and k normed and rotated, v the unit-RMS values (for k_eq_v layers the raw keys', without RoPE).
     PLUMB_TRY(ops::head_norms(backend_, q, weights.q_norm, k, weights.k_norm, spec.k_eq_v ? k : v,
                               space_.positions.view, rope, eps, q, k, v));
@@ -103,8 +102,9 @@ class LayerRunner {
   Status mlp_block(size_t index) {
     const LayerWeights& weights = model_.weights.layers[index];
     const float eps = model_.config.rms_norm_eps;
-    PLUMB_TRY(ops::matmul(backend_, space_.xn.view, weights.gate_proj, space_.gate.view));
-    PLUMB_TRY(ops::matmul(backend_, space_.xn.view, weights.up_proj, space_.up.view));
+    const ops::MatmulMember gate_up[] = {{&weights.gate_proj, space_.gate.view},
+                                         {&weights.up_proj, space_.up.view}};
+    PLUMB_TRY(ops::matmul_group(backend_, space_.xn.view, gate_up));
     PLUMB_TRY(ops::geglu(backend_, space_.gate.view, space_.up.view, space_.gate.view));
     PLUMB_TRY(ops::matmul(backend_, space_.gate.view, weights.down_proj, space_.o.view));
     const std::vector<LayerWeights>& layers = model_.weights.layers;

@@ -1,0 +1,99 @@
+// Forms of matmul_group: Gemma 4's projections of one x (q, k and v of a sliding layer; q and k of a global
+// one), each member's outputs the ranges of its own matmul. Rows of up to 32 take CUDA's grouped launch and
+// rows of 130 one matmul per member, so gate 2 compares the grouped rows with the plain ones.
+#include <memory>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "contract/forms/matmul_weights.hpp"
+#include "contract/registry.hpp"
+
+namespace plumb::contract::forms {
+namespace {
+
+class MatmulGroupForm final : public Form {
+ public:
+  MatmulGroupForm(std::string name, std::vector<WeightSpec> specs)
+      : Form("matmul_group", std::move(name), describe(specs)),
+        specs_(std::move(specs)),
+        weights_(specs_.size()) {
+    stresses = {Inputs::zero_sum, Inputs::cancel_pairs};
+    if (specs_.front().affine()) stresses.push_back(Inputs::fractions);
+    batch_rows = {1, 3, 8, 130};
+    shape_rows = 2;
+  }
+
+  // Inputs x, then each member's weight tensors; an output per member.
+  Call make_call(const CallRequest& request) const override {
+    Rng rng(request.seed);
+    Call call = empty_call(request);
+    const int64_t in = specs_.front().in;
+    const std::vector<uint16_t> x = request.inputs == Inputs::fractions
+                                        ? integers_bf16(rng, request.rows * in, -8, 8)
+                                        : activations(request.inputs, rng, request.rows, in, 1.0);
+    call.inputs.push_back(bf16_data("x", {request.rows, in}, x, true));
+    for (size_t i = 0; i < specs_.size(); ++i) {
+      for (HostData tensor : weights_[i].get(specs_[i], mix_seed(request.shared_seed, i), request.inputs)) {
+        tensor.name = fmt::format("members[{}].{}", i, tensor.name);
+        call.inputs.push_back(std::move(tensor));
+      }
+      call.outputs.push_back(HostData::zeros(fmt::format("members[{}].out", i), DType::bf16,
+                                             {request.rows, specs_[i].out}, true));
+    }
+    return call;
+  }
+
+  Status launch(ops::Backend& backend, const Call&, std::span<const TensorView> in,
+                std::span<const TensorView> out) const override {
+    std::vector<ops::Weight> weights;
+    size_t next = 1;
+    for (const WeightSpec& spec : specs_) {
+      const size_t tensors = spec.affine() ? 3 : 1;
+      auto weight = weight_from(spec, in.subspan(next, tensors));
+      if (!weight.ok()) return weight.error();
+      weights.push_back(std::move(*weight));
+      next += tensors;
+    }
+    std::vector<ops::MatmulMember> members;
+    for (size_t i = 0; i < specs_.size(); ++i) members.push_back({&weights[i], out[i]});
+    return ops::matmul_group(backend, in[0], members);
+  }
+
+  std::vector<std::vector<Span>> expected(const Call& call) const override {
+    std::vector<std::vector<Span>> outputs;
+    size_t next = 1;
+    for (const WeightSpec& spec : specs_) {
+      const size_t tensors = spec.affine() ? 3 : 1;
+      outputs.push_back(
+          matmul_spans(spec, call.inputs[0], std::span(call.inputs).subspan(next, tensors), DType::bf16));
+      next += tensors;
+    }
+    return outputs;
+  }
+
+ private:
+  static std::string describe(const std::vector<WeightSpec>& specs) {
+    std::string text = fmt::format("[rows, {}] x", specs.front().in);
+    for (const WeightSpec& spec : specs) text += fmt::format(" [{}, {}] {}", spec.out, spec.in, spec.text());
+    return text;
+  }
+
+  std::vector<WeightSpec> specs_;
+  std::vector<WeightCache> weights_;  // one per member
+};
+
+}  // namespace
+
+void register_matmul_group_forms(Registry& registry) {
+  auto& forms = registry.forms;
+  // Gemma 4 12B: a sliding layer's q, k and v in bf16; a global layer's q and k (its keys are its values) in
+  // 4-bit g64, which take CUDA's decode kernel up to 32 rows.
+  forms.push_back(std::make_unique<MatmulGroupForm>(
+      "matmul_group/12b-qkv-sliding", std::vector<WeightSpec>{{4096, 3840}, {2048, 3840}, {2048, 3840}}));
+  forms.push_back(std::make_unique<MatmulGroupForm>(
+      "matmul_group/12b-qk-global-4bit-g64",
+      std::vector<WeightSpec>{{8192, 3840, DType::bf16, 4, 64}, {512, 3840, DType::bf16, 4, 64}}));
+}
+
+}  // namespace plumb::contract::forms
