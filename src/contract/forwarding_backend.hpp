@@ -31,7 +31,7 @@ class ForwardingBackend : public ops::Backend {
   void kv_write(const ops::KvWriteLaunch& launch) override { real_.kv_write(launch); }
   void attention(const ops::AttentionLaunch& launch) override { real_.attention(launch); }
   void matmul(const ops::MatmulLaunch& launch) override { real_.matmul(launch); }
-  void matmul_group(std::span<const ops::MatmulLaunch> members) override { real_.matmul_group(members); }
+  void matmul_group(const ops::MatmulGroupLaunch& launch) override { real_.matmul_group(launch); }
   void geglu(const ops::RowsLaunch& launch) override { real_.geglu(launch); }
   void add(const ops::RowsLaunch& launch) override { real_.add(launch); }
   void scale(const ops::RowsLaunch& launch) override { real_.scale(launch); }

@@ -333,7 +333,8 @@ void CudaBackend::matmul(const ops::MatmulLaunch& launch) {
       [&] { return fmt::format("matmul {} rows {}", weight_label(launch.weight), launch.rows); });
 }
 
-void CudaBackend::matmul_group(std::span<const ops::MatmulLaunch> members) {
+void CudaBackend::matmul_group(const ops::MatmulGroupLaunch& launch) {
+  const std::span<const ops::MatmulLaunch> members = launch.members;
   if (failed()) return;
   static_assert(ops::kMatmulGroupMembers == kMatmulGroupMembers);
   std::vector<MatmulArgs> args;

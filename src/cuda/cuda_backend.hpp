@@ -62,7 +62,7 @@ class CudaBackend final : public ops::Backend {
   void kv_write(const ops::KvWriteLaunch& launch) override;
   void attention(const ops::AttentionLaunch& launch) override;
   void matmul(const ops::MatmulLaunch& launch) override;
-  void matmul_group(std::span<const ops::MatmulLaunch> members) override;
+  void matmul_group(const ops::MatmulGroupLaunch& launch) override;
   void geglu(const ops::RowsLaunch& launch) override;
   void add(const ops::RowsLaunch& launch) override;
   void scale(const ops::RowsLaunch& launch) override;

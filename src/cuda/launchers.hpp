@@ -57,8 +57,8 @@ inline constexpr int kMatmulGroupMembers = 3;
 cudaError_t launch_matmul(const MatmulArgs& launch, void* scratch, unsigned* counters, bool decode,
                           cudaStream_t stream);
 // Matmuls of one x (rows, x and its stride the same) as one launch where they all take the decode kernel or
-// all are bf16 at up to 32 rows (each member its own plan, so each the bits launch_matmul gives), else one
-// after another. Each member gets its own part of the scratch.
+// all are bf16 at 17 to 32 rows (each member its own plan, so each the bits launch_matmul gives), else one
+// after another (also with PLUMB_CUDA_MATMUL_GROUP=0). Each member gets its own part of the scratch.
 size_t matmul_group_scratch_bytes(std::span<const MatmulArgs> members);
 cudaError_t launch_matmul_group(std::span<const MatmulArgs> members, void* scratch, unsigned* counters,
                                 bool decode, cudaStream_t stream);

@@ -119,6 +119,11 @@ struct MatmulLaunch {
 
 inline constexpr size_t kMatmulGroupMembers = 3;
 
+// 1 to kMatmulGroupMembers matmuls of one x (the same x, x_stride and rows in each).
+struct MatmulGroupLaunch {
+  std::span<const MatmulLaunch> members;
+};
+
 struct RowsLaunch {
   const uint16_t* a;
   int64_t a_stride;
@@ -221,7 +226,7 @@ class Backend {
   virtual void matmul(const MatmulLaunch& launch) = 0;
   // Matmuls of one x (up to kMatmulGroupMembers), one launch where a backend groups them (CUDA); by default
   // each its own matmul, which is what the group must equal bit for bit.
-  virtual void matmul_group(std::span<const MatmulLaunch> members);
+  virtual void matmul_group(const MatmulGroupLaunch& launch);
   virtual void geglu(const RowsLaunch& launch) = 0;
   virtual void add(const RowsLaunch& launch) = 0;
   virtual void scale(const RowsLaunch& launch) = 0;

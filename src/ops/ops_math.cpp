@@ -51,12 +51,12 @@ Status matmul_group(Backend& backend, const TensorView& x, std::span<const Matmu
           check_disjoint(where, out_name, members[i].out, fmt::format("members[{}].out", j), members[j].out));
     launches.push_back(*launch);
   }
-  backend.matmul_group(launches);
+  backend.matmul_group({launches});
   return {};
 }
 
-void Backend::matmul_group(std::span<const MatmulLaunch> members) {
-  for (const MatmulLaunch& member : members) matmul(member);
+void Backend::matmul_group(const MatmulGroupLaunch& launch) {
+  for (const MatmulLaunch& member : launch.members) matmul(member);
 }
 
 namespace {

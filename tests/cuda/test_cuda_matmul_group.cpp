@@ -1,5 +1,5 @@
 // matmul_group on CUDA: each member's rows equal its own ops::matmul bit for bit, whether the group takes the
-// decode kernel (affine weights of one code width), the grouped tiled kernel (bf16 at up to 32 rows) or one
+// decode kernel (affine weights of one code width), the grouped tiled kernel (bf16 at 17 to 32 rows) or one
 // launch per member (other row counts, mixed formats).
 #include <memory>
 

@@ -92,8 +92,8 @@ class EmbedFaulty final : public ForwardingBackend {
 class MatmulGroupDropsLast final : public ForwardingBackend {
  public:
   using ForwardingBackend::ForwardingBackend;
-  void matmul_group(std::span<const ops::MatmulLaunch> members) override {
-    real().matmul_group(members.first(members.size() - 1));
+  void matmul_group(const ops::MatmulGroupLaunch& launch) override {
+    real().matmul_group({launch.members.first(launch.members.size() - 1)});
   }
 };
 

@@ -1,6 +1,7 @@
 // Forms of matmul_group: Gemma 4's projections of one x (q, k and v of a sliding layer; q and k of a global
-// one), each member's outputs the ranges of its own matmul. Rows of up to 32 take CUDA's grouped launch and
-// rows of 130 one matmul per member, so gate 2 compares the grouped rows with the plain ones.
+// one), each member's outputs the ranges of its own matmul. CUDA groups affine calls of up to 32 rows and
+// bf16 calls of 17 to 32 (the 24-row batches), and runs 130 rows as one matmul per member, so gate 2 compares
+// the grouped rows with the plain ones.
 #include <memory>
 #include <vector>
 
@@ -20,7 +21,7 @@ class MatmulGroupForm final : public Form {
         weights_(specs_.size()) {
     stresses = {Inputs::zero_sum, Inputs::cancel_pairs};
     if (specs_.front().affine()) stresses.push_back(Inputs::fractions);
-    batch_rows = {1, 3, 8, 130};
+    batch_rows = {1, 3, 8, 24, 130};
     shape_rows = 2;
   }
 
