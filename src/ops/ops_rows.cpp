@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -42,6 +43,25 @@ Status embed_rows(Backend& backend, const TensorView& ids, const Weight& table, 
 
 namespace {
 
+Status check_eps(std::string_view where, float eps) {
+  if (eps >= 0.0f) return {};
+  return error_at(where, "parameter", "eps", "is negative or NaN", "eps >= 0", fmt::format("{}", eps));
+}
+
+// The launch of checked operands: x and out [rows, heads, dim] (heads 1 for [rows, dim]).
+RmsNormLaunch rms_norm_launch(const TensorView& x, const TensorView* weight, const TensorView& out,
+                              int64_t rows, int64_t heads, int64_t dim, float eps) {
+  return RmsNormLaunch{bf16_data(x),
+                       row_stride(x),
+                       weight != nullptr ? bf16_data(*weight) : nullptr,
+                       bf16_out(out),
+                       row_stride(out),
+                       rows,
+                       heads,
+                       dim,
+                       eps};
+}
+
 // x, out: [rows, dim] or [rows, heads, dim]; weight: bf16 [dim] or nullptr.
 Result<RmsNormLaunch> norm_launch(std::string_view where, Device device, const TensorView& x,
                                   const TensorView* weight, float eps, const TensorView& out) {
@@ -60,17 +80,8 @@ Result<RmsNormLaunch> norm_launch(std::string_view where, Device device, const T
   }
   PLUMB_TRY(check_same_or_disjoint(where, "out", out, "x", x));
   if (weight != nullptr) PLUMB_TRY(check_contiguous(where, "weight", *weight, DType::bf16, {dim}, device));
-  if (!(eps >= 0.0f))
-    return error_at(where, "parameter", "eps", "is negative or NaN", "eps >= 0", fmt::format("{}", eps));
-  return RmsNormLaunch{bf16_data(x),
-                       row_stride(x),
-                       weight != nullptr ? bf16_data(*weight) : nullptr,
-                       bf16_out(out),
-                       row_stride(out),
-                       rows,
-                       heads,
-                       dim,
-                       eps};
+  PLUMB_TRY(check_eps(where, eps));
+  return rms_norm_launch(x, weight, out, rows, heads, dim, eps);
 }
 
 Status check_positions(std::string_view where, Device device, const TensorView& positions, int64_t rows) {
@@ -111,14 +122,13 @@ Status residual_norm(Backend& backend, const TensorView& h, const TensorView& o,
   PLUMB_TRY(check_disjoint(where, "h_out", h_out, "o", o));
   for (const auto& [name, view] : {std::pair{"h", &h}, std::pair{"o", &o}, std::pair{"h_out", &h_out}})
     PLUMB_TRY(check_disjoint(where, "next", next, name, *view));
-  if (!(eps >= 0.0f))
-    return error_at(where, "parameter", "eps", "is negative or NaN", "eps >= 0", fmt::format("{}", eps));
+  PLUMB_TRY(check_eps(where, eps));
   if (factor && !std::isfinite(*factor))
     return error_at(where, "parameter", "factor", "is not finite", "a finite number",
                     fmt::format("{}", *factor));
+  // Both launches write next: the post norm uses it as scratch before the next norm overwrites it.
   const auto norm = [&](const TensorView& x, const TensorView& weight) {
-    return RmsNormLaunch{
-        bf16_data(x), row_stride(x), bf16_data(weight), bf16_out(next), row_stride(next), rows, 1, dim, eps};
+    return rms_norm_launch(x, &weight, next, rows, 1, dim, eps);
   };
   backend.residual_norm({norm(o, post_weight), bf16_data(h), row_stride(h), bf16_out(h_out),
                          row_stride(h_out), factor.has_value(), factor ? round_bf16(*factor) : 1.0f,
@@ -203,21 +213,12 @@ Status head_norms(Backend& backend, const TensorView& q, const TensorView& q_wei
   PLUMB_TRY(disjoint("v_out", v_out, {{"q", &q}, {"k", &k}, {"k_out", &k_out}}));
   PLUMB_TRY(disjoint("k_out", k_out, {{"q", &q}}));
   if (!values_from_keys) PLUMB_TRY(disjoint("k_out", k_out, {{"v_source", &v_source}}));
-  if (!(eps >= 0.0f))
-    return error_at(where, "parameter", "eps", "is negative or NaN", "eps >= 0", fmt::format("{}", eps));
+  PLUMB_TRY(check_eps(where, eps));
   PLUMB_TRY(check_rope(where, rope, dim, "q"));
   PLUMB_TRY(check_positions(where, device, positions, rows));
   const std::vector<float> inv_freq = rope_inv_freq(rope);
   const auto norm = [&](const TensorView& x, const TensorView* weight, const TensorView& out) {
-    return RmsNormLaunch{bf16_data(x),
-                         row_stride(x),
-                         weight != nullptr ? bf16_data(*weight) : nullptr,
-                         bf16_out(out),
-                         row_stride(out),
-                         rows,
-                         x.dim(1),
-                         dim,
-                         eps};
+    return rms_norm_launch(x, weight, out, rows, x.dim(1), dim, eps);
   };
   const int32_t* at = positions.as<const int32_t>();
   backend.head_norms({norm(v_source, nullptr, v_out),
@@ -300,13 +301,20 @@ Status check_caches_disjoint(std::string_view where, std::span<const KvSegment> 
   const auto name = [&](const Range& range) {
     return names.cache(range.index, range.values ? "values" : "keys");
   };
+  // Of the overlaps the sweep finds, the one of the first segment (keys before values) is named, so the error
+  // does not depend on where the allocator put the tensors.
+  std::optional<std::pair<size_t, size_t>> reported;  // (range, the range it overlaps)
+  const auto before = [&](size_t a, size_t b) {
+    return std::tie(ranges[a].index, ranges[a].values) < std::tie(ranges[b].index, ranges[b].values);
+  };
   for (size_t k = 1, reach = 0; k < ranges.size(); ++k) {
-    if (ranges[k].first < ranges[reach].last)
-      return error_at(where, "tensor", name(ranges[k]), "shares bytes with another cache",
-                      fmt::format("no bytes shared with '{}'", name(ranges[reach])), "shared bytes");
+    if (ranges[k].first < ranges[reach].last && (!reported || before(k, reported->first)))
+      reported = {k, reach};
     if (ranges[k].last > ranges[reach].last) reach = k;
   }
-  return {};
+  if (!reported) return {};
+  return error_at(where, "tensor", name(ranges[reported->first]), "shares bytes with another cache",
+                  fmt::format("no bytes shared with '{}'", name(ranges[reported->second])), "shared bytes");
 }
 
 Status write_segments(Backend& backend, std::span<const KvSegment> segments, const TensorView& positions,
