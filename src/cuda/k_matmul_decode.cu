@@ -6,8 +6,9 @@
 // mma fragments (k_matmul_fragments.cuh): on tiles where one rounding gives the reference's bits, one
 // bf16x2 fma a pair of 4-bit codes (two for 2-bit codes or large scales); x is staged per block. With
 // several splits, the block that finishes a column strip last (a counter per strip) adds the splits' partial
-// sums in split order, so no second launch is needed. bf16 weights take the tiled kernel, which streams them
-// faster at these row counts (65% against 45% of the copy bound at 1 row, measured on the H200).
+// sums in split order, so no second launch is needed. A launch takes one to three matmuls of one x
+// (matmul_group), each with its own plan, scratch and counters. bf16 weights take the tiled kernel, which
+// streams them faster at these row counts (65% against 45% of the copy bound at 1 row, measured on the H200).
 #include <algorithm>
 #include <span>
 #include <type_traits>
