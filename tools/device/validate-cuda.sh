@@ -2,19 +2,19 @@
 # On the GPU machine: builds every target of the tree it runs in with the CUDA backend, then runs, each step
 # under its own time limit so that the logs of the steps that ran always come back: the whole ctest suite (CUDA
 # tests included), the kernel contract on CUDA, the exactness suite on CUDA, the CUDA tests, exactness suite and
-# contract matmul forms again with the tiled matmul alone, the kernel benchmarks, plumb bench at Gemma 4 12B
-# geometry (4-bit g64 with the lane engine section, and bf16; each also with the tiled matmul alone and with
-# CUDA graphs off), the server under 32 streaming clients (tools/bench/serve_load.py) and transformers on the same
-# bf16 weights. STEPS picks steps:
-# OUT=dir STEPS="build ctest contract exactness tiled opsbench bench4 bench4t bench4e serve bench16 bench16t
-#   bench16e hf" this-script
+# contract matmul forms again with the tiled matmul alone, the exactness suite with grouped matmuls off, the
+# kernel benchmarks, plumb bench at Gemma 4 12B geometry (4-bit g64 with the lane engine section, and bf16; each
+# also with the tiled matmul alone and with CUDA graphs off), the server under 32 streaming clients
+# (tools/bench/serve_load.py) and transformers on the same bf16 weights. STEPS picks steps:
+# OUT=dir STEPS="build ctest contract exactness tiled ungrouped opsbench bench4 bench4t bench4e serve bench16
+#   bench16t bench16e hf" this-script
 # (PLUMB=path/to/plumb uses a plumb built elsewhere; BENCH_ARGS and HF_ARGS pass options to the benches;
 # PACK=file.tgz packs the logs into one file after every step, for a machine that returns few files.)
 # Needs .debs/ from tools/device/fetch-debs.sh (run where apt works). Writes OUT/steps.txt and one log a step.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-$PWD/out/validate}
-steps=${STEPS:-build ctest contract exactness tiled opsbench bench4 bench4t bench4e serve bench16 bench16t bench16e hf}
+steps=${STEPS:-build ctest contract exactness tiled ungrouped opsbench bench4 bench4t bench4e serve bench16 bench16t bench16e hf}
 models=${MODELS:-/tmp/plumb-models}
 mkdir -p "$out" "$models"
 
@@ -41,7 +41,8 @@ if wanted ctest; then
   step ctest 240 ctest --test-dir build-validate -j16 --output-on-failure --timeout 200
   grep -E "tests passed|tests failed|Failed|\*\*\*" "$out/ctest.log" | tail -20 >"$out/ctest-summary.txt"
 fi
-wanted contract && step contract 240 "$plumb" contract --backend cuda
+# The whole contract took longer than 165 s on the H200 at 40592e5 (63 forms, 48 controls).
+wanted contract && step contract 360 "$plumb" contract --backend cuda
 wanted exactness && step exactness 120 build-validate/tests/engine/test_exactness --backend cuda
 # The tiled matmul alone (PLUMB_CUDA_DECODE_MATMUL=0, the decode matmul off): the CUDA tests, the exactness
 # suite and the contract's matmul forms again.
@@ -49,7 +50,11 @@ if wanted tiled; then
   PLUMB_CUDA_DECODE_MATMUL=0 step test-cuda-tiled 180 build-validate/tests/cuda/test_cuda
   PLUMB_CUDA_DECODE_MATMUL=0 step exactness-tiled 120 build-validate/tests/engine/test_exactness --backend cuda
   PLUMB_CUDA_DECODE_MATMUL=0 step contract-tiled 240 "$plumb" contract --backend cuda --only matmul
+  PLUMB_CUDA_DECODE_MATMUL=0 step contract-tiled-group 120 "$plumb" contract --backend cuda --only matmul_group
 fi
+# Grouped matmuls off (PLUMB_CUDA_MATMUL_GROUP=0, each member its own launch): the exactness suite again.
+wanted ungrouped &&
+  PLUMB_CUDA_MATMUL_GROUP=0 step exactness-ungrouped 120 build-validate/tests/engine/test_exactness --backend cuda
 wanted opsbench && step opsbench 120 build-validate/src/cuda/plumb_cuda_bench
 # bench NAME DECODE [GRAPHS]: plumb bench on $model with the decode matmul (1) or the tiled matmul alone (0),
 # and CUDA graphs off (0) or on (1, the default).
