@@ -1,9 +1,9 @@
 // Times the CUDA backend's ops at Gemma 4 12B geometry on random weights: device copy bandwidth (the decode
 // bound), the layer matmuls for 1 to 128 rows (bytes moved per second against that bandwidth) and for prompt
 // rows (TFLOP/s), bf16 and MLX affine 4-bit, on the tiled kernel and (affine) for up to 32 rows on the decode
-// kernel, and attention for decode and prompt rows. Each time is the median of repeats measured with device
-// events after a warm-up; the weights span several layers so that the L2 cache holds none of them between
-// uses.
+// kernel, q/k/v and gate/up as separate and grouped matmuls, and attention for decode and prompt rows. Each
+// time is the median of repeats measured with device events after a warm-up; the weights span several layers
+// so that the L2 cache holds none of them between uses.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -326,9 +326,53 @@ void bench_norm(CudaBackend& backend) {
   }
 }
 
-// Sections to run: all without arguments, else those named (matmul-bf16, matmul-4bit, attention, sample,
-// norm); matmul-prompt or attention-prompt alone runs only the prompt rows of the bf16 matmuls or attention,
-// attention-decode alone the decode rows of 1 and 32 streams.
+// q, k and v, and gate and up, of each layer as separate matmuls and as matmul_group (one launch where the
+// backend groups them), at decode row counts, replayed as graphs.
+void bench_matmul_groups(CudaBackend& backend, int bits, double bandwidth) {
+  const int64_t shapes[5][2] = {
+      {4096, kHidden}, {2048, kHidden}, {2048, kHidden}, {kFfn, kHidden}, {kFfn, kHidden}};
+  const int layers = bits == 0 ? 6 : 16;
+  std::vector<std::vector<BenchWeight>> stack(static_cast<size_t>(layers));
+  double bytes = 0;
+  uint32_t seed = 500;
+  for (auto& layer : stack)
+    for (const auto& shape : shapes) {
+      layer.push_back(make_weight(backend, shape[0], shape[1], bits, seed += 3));
+      bytes += layer.back().bytes;
+    }
+  const std::string label = bits == 0 ? "bf16" : fmt::format("affine {}-bit g64", bits);
+  for (int64_t rows : {1, 8, 32}) {
+    DeviceTensor x = tensor(backend, DType::bf16, {rows, kHidden}, 7);
+    std::vector<DeviceTensor> outs;
+    for (const auto& shape : shapes) outs.push_back(tensor(backend, DType::bf16, {rows, shape[0]}, 8));
+    const auto separate = [&] {
+      for (auto& layer : stack)
+        for (size_t i = 0; i < layer.size(); ++i)
+          require(ops::matmul(backend, x.view, layer[i].weight, outs[i].view));
+    };
+    const auto grouped = [&] {
+      for (auto& layer : stack) {
+        const ops::MatmulMember qkv[] = {{&layer[0].weight, outs[0].view},
+                                         {&layer[1].weight, outs[1].view},
+                                         {&layer[2].weight, outs[2].view}};
+        const ops::MatmulMember gate_up[] = {{&layer[3].weight, outs[3].view},
+                                             {&layer[4].weight, outs[4].view}};
+        require(ops::matmul_group(backend, x.view, qkv));
+        require(ops::matmul_group(backend, x.view, gate_up));
+      }
+    };
+    for (const auto& [name, run] : {std::pair{"separate", std::function<void()>(separate)},
+                                    std::pair{"grouped", std::function<void()>(grouped)}}) {
+      const double ms = graph_ms(backend, run);
+      fmt::print("matmul_group {:<18} {:<8} rows {:>3}: {:8.3f} ms graph for {} layers, {:5.1f}% of copy\n",
+                 label, name, rows, ms, layers, 100.0 * bytes / (ms * 1e-3) / bandwidth);
+    }
+  }
+}
+
+// Sections to run: all without arguments, else those named (matmul-bf16, matmul-4bit, matmul-group,
+// attention, sample, norm); matmul-prompt or attention-prompt alone runs only the prompt rows of the bf16
+// matmuls or attention, attention-decode alone the decode rows of 1 and 32 streams.
 int run(const std::vector<std::string>& sections) {
   const auto wanted = [&](std::string_view name) {
     return sections.empty() || std::find(sections.begin(), sections.end(), name) != sections.end();
@@ -347,6 +391,8 @@ int run(const std::vector<std::string>& sections) {
                          int64_t{128}, int64_t{2048}, int64_t{8192}};
   if (wanted("matmul-bf16")) bench_matmuls(backend, **decode, 0, bandwidth, all_rows);
   if (wanted("matmul-4bit")) bench_matmuls(backend, **decode, 4, bandwidth, all_rows);
+  if (wanted("matmul-group"))
+    for (int bits : {0, 4}) bench_matmul_groups(**decode, bits, bandwidth);
   // Prompt rows alone (for a profiler's first launches).
   if (sections.size() == 1 && sections[0] == "matmul-prompt")
     bench_matmuls(backend, **decode, 0, bandwidth, {2048});
