@@ -320,38 +320,34 @@ void CudaBackend::sample(const ops::SampleLaunch& launch) {
       [&] { return rows_label("sample", launch.rows, launch.width); });
 }
 
-void CudaBackend::matmul(const ops::MatmulLaunch& launch) {
+template <typename Label>
+void CudaBackend::run_matmuls(std::string_view op, std::span<const MatmulArgs> args, const Label& label) {
   if (failed()) return;
-  const MatmulArgs args = matmul_args(launch);
-  const size_t bytes = matmul_scratch_bytes(args);
-  void* area = bytes > 0 ? scratch("matmul", bytes) : nullptr;
+  const size_t bytes = matmul_group_scratch_bytes(args);
+  void* area = bytes > 0 ? scratch(op, bytes) : nullptr;
   if (bytes > 0 && area == nullptr) return;
   unsigned* counters = matmul_counters();
   if (counters == nullptr) return;
   run(
-      "matmul", [&] { return launch_matmul(args, area, counters, options_.decode_matmul, stream_.get()); },
-      [&] { return fmt::format("matmul {} rows {}", weight_label(launch.weight), launch.rows); });
+      op, [&] { return launch_matmul_group(args, area, counters, options_.decode_matmul, stream_.get()); },
+      label);
+}
+
+void CudaBackend::matmul(const ops::MatmulLaunch& launch) {
+  const MatmulArgs args = matmul_args(launch);
+  run_matmuls("matmul", std::span(&args, 1),
+              [&] { return fmt::format("matmul {} rows {}", weight_label(launch.weight), launch.rows); });
 }
 
 void CudaBackend::matmul_group(const ops::MatmulGroupLaunch& launch) {
-  const std::span<const ops::MatmulLaunch> members = launch.members;
-  if (failed()) return;
   static_assert(ops::kMatmulGroupMembers == kMatmulGroupMembers);
   std::vector<MatmulArgs> args;
-  for (const ops::MatmulLaunch& member : members) args.push_back(matmul_args(member));
-  const size_t bytes = matmul_group_scratch_bytes(args);
-  void* area = bytes > 0 ? scratch("matmul_group", bytes) : nullptr;
-  if (bytes > 0 && area == nullptr) return;
-  unsigned* counters = matmul_counters();
-  if (counters == nullptr) return;
-  run(
-      "matmul_group",
-      [&] { return launch_matmul_group(args, area, counters, options_.decode_matmul, stream_.get()); },
-      [&] {
-        std::string label = fmt::format("matmul_group rows {}:", members.front().rows);
-        for (const ops::MatmulLaunch& member : members) label += " " + weight_label(member.weight);
-        return label;
-      });
+  for (const ops::MatmulLaunch& member : launch.members) args.push_back(matmul_args(member));
+  run_matmuls("matmul_group", args, [&] {
+    std::string label = fmt::format("matmul_group rows {}:", launch.members.front().rows);
+    for (const ops::MatmulLaunch& member : launch.members) label += " " + weight_label(member.weight);
+    return label;
+  });
 }
 
 void CudaBackend::attention(const ops::AttentionLaunch& launch) {

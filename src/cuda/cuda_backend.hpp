@@ -5,6 +5,7 @@
 // failure is returned by the next synchronize() or download().
 #include <memory>
 #include <optional>
+#include <span>
 
 #include "cuda/arena.hpp"
 #include "cuda/device.hpp"
@@ -14,6 +15,8 @@
 #include "ops/backend.hpp"
 
 namespace plumb::cuda {
+
+struct MatmulArgs;  // kernel_args.hpp
 
 struct CudaOptions {
   // Up to 32 rows of 2/4/8-bit affine weights through the decode matmul (k_matmul_decode.cu), which makes the
@@ -92,6 +95,9 @@ class CudaBackend final : public ops::Backend {
   void* scratch(std::string_view op, size_t bytes);
   // The matmul's split counters (launchers.hpp), allocated and zeroed on first use.
   unsigned* matmul_counters();
+  // Matmuls of one x (one for a plain matmul) with their scratch and split counters, as `op`.
+  template <typename Label>
+  void run_matmuls(std::string_view op, std::span<const MatmulArgs> args, const Label& label);
 
   DeviceInfo info_;
   CudaOptions options_;
