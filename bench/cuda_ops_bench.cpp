@@ -61,6 +61,14 @@ struct BenchWeight {
   double bytes = 0;
 };
 
+// Attaches the backend's own copy of an affine weight (its decode layout), as the model loader does; none
+// where the backend makes none. The weight's bytes stay those of its codes, scales and biases.
+void prepare(CudaBackend& backend, BenchWeight& w) {
+  auto copy = ops::prepare_weight(backend, w.weight);
+  if (!copy) require(copy.error());
+  if (copy->has_value()) w.storage.push_back(std::move(**copy));
+}
+
 BenchWeight make_weight(CudaBackend& backend, int64_t out, int64_t in, int bits, uint32_t seed) {
   BenchWeight w;
   if (bits == 0) {
@@ -76,6 +84,7 @@ BenchWeight make_weight(CudaBackend& backend, int64_t out, int64_t in, int bits,
     w.storage = {packed, scales, biases};
   }
   for (const DeviceTensor& t : w.storage) w.bytes += static_cast<double>(t.view.bytes());
+  prepare(backend, w);
   return w;
 }
 
@@ -159,7 +168,7 @@ void time_matmuls(CudaBackend& backend, std::vector<Layer>& stack, int64_t rows,
 }
 
 // The layer matmuls at each row count on the tiled kernel, and affine ones at up to 32 rows on the decode
-// kernel too.
+// kernel too: reading the packed rows through its ring, and (4-bit) its decode layout.
 void bench_matmuls(CudaBackend& backend, CudaBackend& decode, int bits, double bandwidth,
                    std::initializer_list<int64_t> row_counts) {
   const int64_t shapes[7][2] = {{4096, kHidden}, {2048, kHidden}, {2048, kHidden}, {kHidden, 4096},
@@ -175,13 +184,18 @@ void bench_matmuls(CudaBackend& backend, CudaBackend& decode, int bits, double b
       params += static_cast<double>(shape[0] * shape[1]);
     }
   const std::string label = bits == 0 ? "bf16" : fmt::format("affine {}-bit g64", bits);
+  std::vector<Layer> laid = stack;  // the same weights with the decode backend's layouts
+  for (Layer& layer : laid)
+    for (BenchWeight& w : layer.weights) prepare(decode, w);
   for (int64_t rows : row_counts) {
     DeviceTensor x = tensor(backend, DType::bf16, {rows, kFfn}, 7);
     DeviceTensor out = tensor(backend, DType::bf16, {rows, kFfn}, 8);
     require(backend.synchronize());  // the decode backend's stream reads what this one wrote
     time_matmuls(backend, stack, rows, x, out, label, layers, bytes, params, bandwidth);
-    if (rows <= 32 && bits != 0)  // the decode kernel takes affine weights only
-      time_matmuls(decode, stack, rows, x, out, label + " (decode kernel)", layers, bytes, params, bandwidth);
+    if (rows > 32 || bits == 0) continue;  // the decode kernel takes affine weights only
+    time_matmuls(decode, stack, rows, x, out, label + " (decode ring)", layers, bytes, params, bandwidth);
+    if (bits == 4)  // the decode layout is made for 4-bit codes
+      time_matmuls(decode, laid, rows, x, out, label + " (decode layout)", layers, bytes, params, bandwidth);
   }
 }
 

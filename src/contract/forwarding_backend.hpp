@@ -22,6 +22,9 @@ class ForwardingBackend : public ops::Backend {
   }
   Status copy(const TensorView& from, const TensorView& to) override { return real_.copy(from, to); }
   Status synchronize() override { return real_.synchronize(); }
+  Result<std::optional<ops::DeviceTensor>> prepare_weight(const ops::WeightLaunch& weight) override {
+    return real_.prepare_weight(weight);
+  }
 
   void embed_rows(const ops::EmbedLaunch& launch) override { real_.embed_rows(launch); }
   void rms_norm(const ops::RmsNormLaunch& launch) override { real_.rms_norm(launch); }

@@ -22,6 +22,7 @@ Status check_device(std::string_view where, std::string_view name, const TensorV
 CudaOptions CudaOptions::from_environment() {
   CudaOptions options;
   options.decode_matmul = env_switch_on("PLUMB_CUDA_DECODE_MATMUL");
+  options.decode_layout = env_switch_on("PLUMB_CUDA_DECODE_LAYOUT");
   options.graphs = env_switch_on("PLUMB_CUDA_GRAPHS");
   return options;
 }
@@ -125,6 +126,19 @@ int64_t CudaBackend::free_memory_bytes() const {
     return -1;
   }
   return static_cast<int64_t>(free_bytes + arena_->reserved_bytes() - arena_->in_use_bytes());
+}
+
+Result<std::optional<ops::DeviceTensor>> CudaBackend::prepare_weight(const ops::WeightLaunch& weight) {
+  constexpr std::string_view where = "cuda.prepare_weight";
+  const WeightArgs args = weight_args(weight);
+  const int64_t bytes = options_.decode_matmul && options_.decode_layout ? decode_layout_bytes(args) : 0;
+  if (bytes == 0) return std::optional<ops::DeviceTensor>{};
+  if (failed()) return *failure_;
+  auto copy = allocate(DType::u8, {bytes});
+  if (!copy.ok()) return copy.error();
+  PLUMB_CUDA_TRY(where, cudaSetDevice(info_.index));
+  PLUMB_CUDA_TRY(where, launch_decode_layout(args, copy->view.data, stream_.get()));
+  return std::optional<ops::DeviceTensor>{std::move(*copy)};
 }
 
 bool CudaBackend::begin_graph(int64_t key) {

@@ -25,12 +25,19 @@ struct CudaOptions {
   // kernel.
   bool decode_matmul = true;
 
+  // 4-bit affine weights get a second copy at load (prepare_weight) in the decode kernel's own layout: each
+  // lane's codes, its columns' scales and biases, and each tile's form, contiguous
+  // (k_matmul_decode_lanes.cu), so that a tile costs the decode kernel three copies and its dequantization.
+  // The same codes, scales and biases, so the same bits; off keeps one copy of the weights (the decode kernel
+  // then reads the packed rows).
+  bool decode_layout = true;
+
   // Forwards the model runs under begin_graph/end_graph are recorded as CUDA graphs and replayed unchanged
   // while their arguments are (never while the op profile is on, which times each launch).
   bool graphs = true;
 
-  // The options make_cuda_backend uses: decode_matmul unless PLUMB_CUDA_DECODE_MATMUL is 0, graphs unless
-  // PLUMB_CUDA_GRAPHS is 0.
+  // The options make_cuda_backend uses: decode_matmul unless PLUMB_CUDA_DECODE_MATMUL is 0, decode_layout
+  // unless PLUMB_CUDA_DECODE_LAYOUT is 0, graphs unless PLUMB_CUDA_GRAPHS is 0.
   static CudaOptions from_environment();
 };
 
@@ -49,6 +56,7 @@ class CudaBackend final : public ops::Backend {
   Status copy(const TensorView& from, const TensorView& to) override;
   Status synchronize() override;
   int64_t free_memory_bytes() const override;
+  Result<std::optional<ops::DeviceTensor>> prepare_weight(const ops::WeightLaunch& weight) override;
   bool begin_graph(int64_t key) override;
   Status end_graph(bool launch) override;
   bool replay_graph(int64_t key) override;

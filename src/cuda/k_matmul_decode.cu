@@ -13,64 +13,13 @@
 #include <span>
 #include <type_traits>
 
-#include "cuda/dependent_launch.cuh"
-#include "cuda/k_matmul_fragments.cuh"
-#include "cuda/launchers.hpp"
+#include "cuda/k_matmul_decode.cuh"
 
 namespace plumb::cuda {
 
 namespace matmul {
 
 namespace {
-
-constexpr int64_t kSegmentBytes = 32 * 1024;  // x staged per block at a time, so that two blocks fit an SM
-
-// Rows of x for k tiles [kt, kt + tiles) into shared memory (row stride row_bytes, zeros past k).
-__device__ void stage_x(char* shared, const DecodeParams& p, int64_t kt, int tiles, int row_bytes) {
-  const int chunks = tiles * (kTileK / 8);
-  for (int i = threadIdx.x; i < static_cast<int>(p.rows) * chunks; i += kDecodeThreads) {
-    const int r = i / chunks, c = i - r * chunks;
-    const int64_t col = kt * kTileK + c * 8;
-    const bool present = col < p.k;
-    const uint16_t* source = p.x + r * p.x_stride + (present ? col : 0);
-    uint4* target = reinterpret_cast<uint4*>(shared + r * row_bytes) + c;
-    if (p.x_vector) {
-      copy16(target, source, present);
-    } else {
-      *target = gather8(source, present, p.k - col);
-    }
-  }
-  copy_commit();
-}
-
-// acc += x[:, tile] · W[tile columns]ᵀ for k16 step kStep of the tile (if it is one of the tile's `steps`
-// steps inside k; every step of a full tile, with no test); a_rows are the shared addresses of the lane's
-// ldmatrix rows of x at the segment's first tile, and fragment(step, j, b0, b1) builds the weight registers.
-template <int kMTiles, int kStep, bool kFull, class Fragment>
-__device__ __forceinline__ void multiply_step(const uint32_t (&a_rows)[kMTiles], int local, int steps,
-                                              float (&acc)[kMTiles][kDecodeNTiles][4],
-                                              const Fragment& fragment) {
-  uint32_t a[kMTiles][4];
-#pragma unroll
-  for (int mt = 0; mt < kMTiles; ++mt) ldmatrix_x4_at(a[mt], a_rows[mt] + (local * kTileK + kStep * 16) * 2);
-#pragma unroll
-  for (int j = 0; j < kDecodeNTiles; ++j) {
-    uint32_t b0 = 0, b1 = 0;
-    if (kFull || kStep < steps) fragment(std::integral_constant<int, kStep>{}, j, b0, b1);
-#pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt) mma_bf16(acc[mt][j], a[mt], b0, b1);
-  }
-}
-
-template <int kMTiles, bool kFull, class Fragment>
-__device__ __forceinline__ void multiply_steps(const uint32_t (&a_rows)[kMTiles], int local, int steps,
-                                               float (&acc)[kMTiles][kDecodeNTiles][4],
-                                               const Fragment& fragment) {
-  multiply_step<kMTiles, 0, kFull>(a_rows, local, steps, acc, fragment);
-  multiply_step<kMTiles, 1, kFull>(a_rows, local, steps, acc, fragment);
-  multiply_step<kMTiles, 2, kFull>(a_rows, local, steps, acc, fragment);
-  multiply_step<kMTiles, 3, kFull>(a_rows, local, steps, acc, fragment);
-}
 
 // The tile's four k16 steps in order (kFull: all four inside k), in the tile's form (k_matmul_fragments.cuh):
 // subnormal or packed pairs made once per tile, else through f32 with the half-rows' scales, biases and
@@ -113,38 +62,6 @@ __device__ __forceinline__ void multiply_tile(const WeightTile<kBits>& tile, Til
                                  });
 }
 
-__device__ __forceinline__ void store(const DecodeParams& p, int64_t row, int64_t col, float value) {
-  if (p.out_f32) {
-    static_cast<float*>(p.out)[row * p.out_stride + col] = value;
-  } else {
-    static_cast<uint16_t*>(p.out)[row * p.out_stride + col] = bf16_bits(value);
-  }
-}
-
-// The last block of a column strip to arrive adds the splits' partials in split order: t = p0; t += p1...
-__device__ void reduce_if_last(const DecodeParams& p, int64_t strip) {
-  __shared__ bool last;
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(p.counters + strip, 1u) == static_cast<unsigned>(p.splits - 1);
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  for (int64_t i = threadIdx.x; i < p.rows * kDecodeBlockCols; i += kDecodeThreads) {
-    const int64_t row = i / kDecodeBlockCols, col = strip * kDecodeBlockCols + i % kDecodeBlockCols;
-    if (col >= p.n) continue;
-    float total = __ldcg(p.partial + row * p.n + col);
-    for (int s = 1; s < p.splits; ++s) total = total + __ldcg(p.partial + (s * p.rows + row) * p.n + col);
-    store(p, row, col, total);
-  }
-  if (threadIdx.x == 0) p.counters[strip] = 0u;
-}
-
-// Three blocks per SM where the registers allow (2- and 4-bit codes for up to 16 rows): the kernel issues
-// dequantization more than it waits on memory, so more warps to choose from keep the schedulers busier.
-template <int kBits, int kMTiles>
-constexpr int kBlocksPerSm = kBits <= 4 && kMTiles == 1 ? 3 : 2;
-
 // One block: the warps' 16-column slices of column strip `strip`, over the k tiles of split `split`.
 template <int kBits, int kMTiles>
 __device__ __forceinline__ void decode_block(const DecodeParams& p, int64_t strip, int split) {
@@ -152,14 +69,12 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p, int64_t stri
   extern __shared__ __align__(16) char shared[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t col0 = strip * kDecodeBlockCols + warp * kDecodeWarpCols;
-  const int64_t kt0 = split * p.tiles_per_split;
-  const int tiles = static_cast<int>(min(kt0 + p.tiles_per_split, p.k_tiles) - kt0);
-  const int full_tiles = static_cast<int>(min(p.full_tiles - kt0, int64_t{tiles}));  // tiles wholly inside k
-  const int row_bytes = p.segment_tiles * 128 + 16;
+  const DecodeSplit range(p, split);
+  const uint32_t k0 = held(static_cast<uint32_t>(range.kt0 * kTileK));  // the split's first k (k < 2^31)
   // Shared memory: the ring ([warps][slots][slot bytes]), then x.
   char* ring = shared + warp * kSlots * kSlotBytes<kBits>;
-  char* x_rows = shared + kDecodeWarps * kSlots * kSlotBytes<kBits>;
-  CodeSource<kBits> source(p, col0, kt0);
+  XSegments<kMTiles> x(shared + kDecodeWarps * kSlots * kSlotBytes<kBits>, p);
+  CodeSource<kBits> source(p, col0, range.kt0);
   // Bit j: the parity of the first scale element of the lane's column in column tile j (odd only where the
   // group count is odd).
   uint32_t odd_rows = 0;
@@ -167,72 +82,36 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p, int64_t stri
   for (int j = 0; j < kDecodeNTiles; ++j)
     odd_rows |= static_cast<uint32_t>(min(col0 + j * 8 + lane / 4, p.n - 1) & p.groups & 1) << j;
   odd_rows = held(odd_rows);
-  // The lane's ldmatrix rows of x; rows past p.rows read row p.rows - 1, as an mma row's sums depend on its
-  // own row of x alone and those rows are never stored.
-  uint32_t a_rows[kMTiles];
-#pragma unroll
-  for (int mt = 0; mt < kMTiles; ++mt)
-    a_rows[mt] = shared_address(
-        x_rows + min(static_cast<int64_t>(mt * 16 + lane % 16), p.rows - 1) * row_bytes + (lane / 16) * 16);
-    // One commit group per tile (empty past the split), so tile t's copy is done once kSlots - 2 are pending.
+  // One commit group per tile (empty past the split), so tile t's copy is done once kSlots - 2 are pending.
 #pragma unroll
   for (int i = 0; i < kSlots - 1; ++i) {
-    if (i < tiles) source.copy_next(ring + i * kSlotBytes<kBits>, p);
+    if (i < range.tiles) source.copy_next(ring + i * kSlotBytes<kBits>, p);
     copy_commit();
   }
   wait_for_previous_kernel();  // the weights above do not depend on earlier launches; x and the sums do
   float acc[kMTiles][kDecodeNTiles][4] = {};
-  int segment = 0;  // the first tile of the x segment in shared memory
-  for (int t = 0; t < tiles; ++t) {
-    if (t == 0 || t == segment + p.segment_tiles) {
-      if (t > 0) __syncthreads();
-      segment = t;
-      const int staged = min(p.segment_tiles, tiles - t);
-      stage_x(x_rows, p, kt0 + t, staged, row_bytes);
-      copy_wait<0>();
-      __syncthreads();
-    }
+  for (int t = 0; t < range.tiles; ++t) {
+    x.reach(p, range, t);
     copy_wait<kSlots - 2>();
     __syncwarp();
     WeightTile<kBits> tile;
     read_tile<kBits>(tile, ring + (t % kSlots) * kSlotBytes<kBits>, odd_rows,
-                     static_cast<uint32_t>(kt0 + t) * kTileK, p.group_shift);
+                     k0 + static_cast<uint32_t>(t) * kTileK, p.group_shift);
     __syncwarp();  // every lane has read the slot the next copy refills
-    if (t + kSlots - 1 < tiles) source.copy_next(ring + ((t + kSlots - 1) % kSlots) * kSlotBytes<kBits>, p);
+    if (t + kSlots - 1 < range.tiles)
+      source.copy_next(ring + ((t + kSlots - 1) % kSlots) * kSlotBytes<kBits>, p);
     copy_commit();
     const TileForm form = tile_form<kBits>(tile, p.group_shift);
-    if (t < full_tiles) {
-      multiply_tile<kBits, kMTiles, true>(tile, form, p.group_shift, a_rows, t - segment, 4, acc);
+    if (t < range.full_tiles) {
+      multiply_tile<kBits, kMTiles, true>(tile, form, p.group_shift, x.a_rows, t - x.first, 4, acc);
     } else {
-      const int steps = static_cast<int>(min(int64_t{4}, (p.k - (kt0 + t) * kTileK) / 16));
-      multiply_tile<kBits, kMTiles, false>(tile, form, p.group_shift, a_rows, t - segment, steps, acc);
+      multiply_tile<kBits, kMTiles, false>(tile, form, p.group_shift, x.a_rows, t - x.first,
+                                           tile_steps(p, range, t), acc);
     }
   }
   copy_wait<0>();
-  const bool to_partial = p.splits > 1;
-  each_fragment_element<kMTiles, kDecodeNTiles>([&](int mt, int j, int e) {
-    const int64_t row = mt * 16 + fragment_row(lane, e);
-    const int64_t col = col0 + j * 8 + fragment_col(lane, e);
-    if (row >= p.rows || col >= p.n) return;
-    if (to_partial) {
-      p.partial[(split * p.rows + row) * p.n + col] = acc[mt][j][e];
-    } else {
-      store(p, row, col, acc[mt][j][e]);
-    }
-  });
-  if (to_partial) reduce_if_last(p, strip);
+  finish_sums<kMTiles>(p, strip, split, col0, acc);
 }
-
-// A launch of one to kMatmulGroupMembers matmuls of one x (a plain matmul is a group of one): member i's
-// blocks are [first_block[i], first_block[i + 1]), its column strips for split 0, then for split 1, and so
-// on.
-struct DecodeGroup {
-  static_assert(kMatmulGroupMembers == 3, "decode_kernel has a body per member");
-  DecodeParams member[kMatmulGroupMembers];
-  int first_block[kMatmulGroupMembers + 1];
-  int strips[kMatmulGroupMembers];  // column strips of kDecodeBlockCols
-  int members;
-};
 
 template <int kBits, int kMTiles>
 __global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<kBits, kMTiles>))
@@ -254,23 +133,8 @@ __global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<kBits, kMTiles>)
 
 template <int kBits, int kMTiles>
 cudaError_t run_decode(DecodeGroup& group, cudaStream_t stream) {
-  auto kernel = decode_kernel<kBits, kMTiles>;
-  size_t shared = 0;
-  for (int i = 0; i < group.members; ++i) {
-    DecodeParams& p = group.member[i];
-    const int64_t x_tiles = (kSegmentBytes / std::max<int64_t>(p.rows, 1) - 32) / 128;
-    p.segment_tiles = static_cast<int>(std::max<int64_t>(1, std::min(p.tiles_per_split, x_tiles)));
-    const size_t ring = size_t{kDecodeWarps} * kRingSlots<kBits> * kSlotBytes<kBits>;
-    shared = std::max(shared, ring + static_cast<size_t>(p.rows * (p.segment_tiles * 128 + 16) + 16));
-  }
-  if (shared > 48 * 1024) {
-    const cudaError_t code =
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared));
-    if (code != cudaSuccess) return code;
-  }
-  launch_dependent(kernel, dim3(static_cast<unsigned>(group.first_block[group.members])), kDecodeThreads,
-                   shared, stream, group);
-  return cudaGetLastError();
+  const size_t ring = size_t{kDecodeWarps} * kRingSlots<kBits> * kSlotBytes<kBits>;
+  return launch_decode_kernel(decode_kernel<kBits, kMTiles>, group, ring + stage_x_bytes(group), stream);
 }
 
 template <int kMTiles>
@@ -292,6 +156,17 @@ bool aligned(const void* pointer, uintptr_t bytes) {
 }
 
 }  // namespace
+
+size_t stage_x_bytes(DecodeGroup& group) {
+  size_t bytes = 0;
+  for (int i = 0; i < group.members; ++i) {
+    DecodeParams& p = group.member[i];
+    const int64_t x_tiles = (kSegmentBytes / std::max<int64_t>(p.rows, 1) - 32) / 128;
+    p.segment_tiles = static_cast<int>(std::max<int64_t>(1, std::min(p.tiles_per_split, x_tiles)));
+    bytes = std::max(bytes, static_cast<size_t>(p.rows * (p.segment_tiles * 128 + 16) + 16));
+  }
+  return bytes;
+}
 
 }  // namespace matmul
 
@@ -334,7 +209,25 @@ DecodeParams decode_params(const DecodeMember& member) {
   p.tiles_per_split = member.tiles_per_split;
   p.splits = member.splits;
   p.x_vector = aligned(launch.x, 16) && launch.x_stride % 8 == 0 && p.k % 8 == 0;
+  if (weight.decode_layout != nullptr) {
+    const LaneLayout layout = lane_layout(p.n, p.k, weight.group);
+    const LanePointers at = layout.pointers(weight.decode_layout);
+    p.lane_codes = at.codes;
+    p.lane_words = at.words;
+    p.tile_forms = at.forms;
+    p.slices = layout.slices;
+    p.lane_halves = layout.halves;
+  }
   return p;
+}
+
+// Whether every member has a decode layout, all with one count of scale words a tile.
+bool lanes_take(const DecodeGroup& group) {
+  for (int i = 0; i < group.members; ++i) {
+    const DecodeParams& p = group.member[i];
+    if (p.lane_codes == nullptr || p.lane_halves != group.member[0].lane_halves) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -351,6 +244,7 @@ cudaError_t launch_matmul_decode(std::span<const DecodeMember> members, cudaStre
     group.strips[i] = static_cast<int>(strips);
     group.first_block[i + 1] = group.first_block[i] + group.strips[i] * p.splits;
   }
+  if (lanes_take(group)) return run_decode_lanes(group, stream);
   const MatmulArgs& first = *members[0].launch;
   return first.rows <= 16 ? run_decode_bits<1>(group, first.weight.bits, stream)
                           : run_decode_bits<2>(group, first.weight.bits, stream);

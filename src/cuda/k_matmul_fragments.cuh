@@ -50,6 +50,13 @@ struct DecodeParams {
   int splits;
   int segment_tiles;  // k tiles of x staged in shared memory at a time
   bool x_vector;
+  // The weight's decode layout (k_matmul_decode_lanes.cu), or nullptr: its arrays, 16-column slices and
+  // scale words per column and tile.
+  const uint4* lane_codes;
+  const uint32_t* lane_words;
+  const uint32_t* tile_forms;
+  int64_t slices;
+  int lane_halves;
 };
 
 // Bytes of one warp's codes for one 64-wide k tile: 16 columns of 64 codes.

@@ -21,6 +21,7 @@ struct WeightArgs {
   int group;
   int64_t out;
   int64_t in;
+  const void* decode_layout;  // the decode kernel's copy (launch_decode_layout), or nullptr
 };
 
 struct EmbedArgs {

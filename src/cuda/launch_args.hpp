@@ -11,7 +11,8 @@ inline WeightArgs weight_args(const ops::WeightLaunch& w) {
   const DenseKind kind = w.dense_dtype == DType::f32   ? DenseKind::f32
                          : w.dense_dtype == DType::f16 ? DenseKind::f16
                                                        : DenseKind::bf16;
-  return {w.affine, kind, w.dense, w.packed, w.scales, w.biases, w.bits, w.group, w.out, w.in};
+  return {w.affine, kind,    w.dense, w.packed, w.scales,       w.biases,
+          w.bits,   w.group, w.out,   w.in,     w.decode_layout};
 }
 
 inline EmbedArgs embed_args(const ops::EmbedLaunch& l) {

@@ -56,6 +56,12 @@ inline constexpr int kMatmulGroupMembers = 3;
 // `decode` sends up to 32 rows of the weights it supports to the decode kernel (the same bits).
 cudaError_t launch_matmul(const MatmulArgs& launch, void* scratch, unsigned* counters, bool decode,
                           cudaStream_t stream);
+// The decode kernel's own copy of a 4-bit affine weight it takes (k_matmul_decode_lanes.cu): its bytes (0
+// for weights it does not take that way), and the launch that writes it from the weight's codes, scales and
+// biases into `layout` (at least that many bytes, 16-byte aligned). Weights with a copy then take it at up to
+// 32 rows, with the same bits.
+int64_t decode_layout_bytes(const WeightArgs& weight);
+cudaError_t launch_decode_layout(const WeightArgs& weight, void* layout, cudaStream_t stream);
 // Matmuls of one x (rows, x and its stride the same) as one launch where they all take the decode kernel or
 // all are bf16 at 17 to 32 rows (each member its own plan, so each the bits launch_matmul gives), else one
 // after another (also with PLUMB_CUDA_MATMUL_GROUP=0). Each member gets its own part of the scratch.

@@ -4,6 +4,7 @@
 // Pointers are device pointers; strides are in elements; bf16 and f16 are raw uint16_t bits.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -31,6 +32,8 @@ struct WeightLaunch {
   int group = 0;
   int64_t out = 0;
   int64_t in = 0;
+  const void* decode_layout =
+      nullptr;  // affine: the backend's own copy for few rows (prepare_weight), or none
 };
 
 struct EmbedLaunch {
@@ -196,6 +199,13 @@ class Backend {
   // Bytes this backend could still allocate (the device's free memory plus what its allocator holds unused),
   // or -1 where it does not say (host memory).
   virtual int64_t free_memory_bytes() const { return -1; }
+  // A second copy of an affine weight in a layout of the backend's own, made once after the weight's tensors
+  // are uploaded, that its few-row matmuls read instead (CUDA: lanes' codes, scales and tile forms contiguous
+  // for the decode kernel); none (nullopt) where the backend keeps no such copy. The copy holds the same
+  // codes, scales and biases, so no bit may depend on whether a weight has one.
+  virtual Result<std::optional<DeviceTensor>> prepare_weight(const WeightLaunch& /*weight*/) {
+    return std::optional<DeviceTensor>{};
+  }
 
   // Graphs (E4 graph == eager): the ops launched between begin_graph and end_graph(true) are recorded and run
   // as one graph, kept under the key (replacing what the key held). begin_graph returns false (and the ops

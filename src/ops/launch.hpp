@@ -19,6 +19,7 @@ inline WeightLaunch weight_launch(const Weight& weight) {
     launch.biases = weight.biases.as<const uint16_t>();
     launch.bits = weight.bits;
     launch.group = weight.group;
+    launch.decode_layout = weight.decode_layout.data;
   } else {
     launch.dense_dtype = weight.dense.dtype;
     launch.dense = weight.dense.data;

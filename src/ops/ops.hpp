@@ -27,6 +27,7 @@
 namespace plumb::ops {
 
 class Backend;
+struct DeviceTensor;
 
 // A matmul or embedding weight [out, in]: dense (bf16, f16 or f32) or MLX affine (packed u32 bit stream,
 // LSB first, `bits` per element, bf16 scales and biases per group of `group` inputs).
@@ -36,12 +37,13 @@ struct Weight {
   Format format = Format::dense;
   int64_t out = 0;
   int64_t in = 0;
-  TensorView dense;   // dense: [out, in], contiguous
-  TensorView packed;  // affine: u32 [out, in * bits / 32], contiguous
-  TensorView scales;  // affine: bf16 [out, in / group]
-  TensorView biases;  // affine: bf16 [out, in / group]
-  int bits = 0;       // affine: 2, 3, 4, 5, 6 or 8
-  int group = 0;      // affine: 32, 64 or 128
+  TensorView dense;          // dense: [out, in], contiguous
+  TensorView packed;         // affine: u32 [out, in * bits / 32], contiguous
+  TensorView scales;         // affine: bf16 [out, in / group]
+  TensorView biases;         // affine: bf16 [out, in / group]
+  int bits = 0;              // affine: 2, 3, 4, 5, 6 or 8
+  int group = 0;             // affine: 32, 64 or 128
+  TensorView decode_layout;  // affine: the backend's second copy for few rows (prepare_weight), or empty
 
   static Weight make_dense(std::string name, TensorView dense);
   static Weight make_affine(std::string name, int64_t in, TensorView packed, TensorView scales,
@@ -53,6 +55,9 @@ Status check_weight(std::string_view where, const Weight& weight);
 // Checks that every tensor of the weight lives on `device` (the backend's): a weight on another device would
 // pass check_weight and then be read through a pointer the backend cannot use.
 Status check_weight_device(std::string_view where, const Weight& weight, Device device);
+// Asks the backend for its copy of an affine weight (Backend::prepare_weight) and points the weight at it;
+// the returned storage (none where the backend keeps no copy) must outlive every launch with the weight.
+Result<std::optional<DeviceTensor>> prepare_weight(Backend& backend, Weight& weight);
 
 // RoPE in the rotate_half layout: dimension i pairs with i + head_dim/2.
 // default:      inv_freq[i] = theta^(-2i/head_dim) for every i < head_dim/2.

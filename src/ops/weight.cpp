@@ -5,6 +5,7 @@
 
 #include "ops/affine.hpp"
 #include "ops/check.hpp"
+#include "ops/launch.hpp"
 #include "ops/ops.hpp"
 
 namespace plumb::ops {
@@ -93,7 +94,21 @@ Status check_weight_device(std::string_view where, const Weight& weight, Device 
   if (weight.format == Weight::Format::dense) return on_device(weight.dense, weight.name + ".weight");
   PLUMB_TRY(on_device(weight.packed, weight.name + ".weight"));
   PLUMB_TRY(on_device(weight.scales, weight.name + ".scales"));
-  return on_device(weight.biases, weight.name + ".biases");
+  PLUMB_TRY(on_device(weight.biases, weight.name + ".biases"));
+  if (weight.decode_layout.data == nullptr) return {};
+  return on_device(weight.decode_layout, weight.name + ".decode_layout");
+}
+
+Result<std::optional<DeviceTensor>> prepare_weight(Backend& backend, Weight& weight) {
+  constexpr std::string_view where = "ops.prepare_weight";
+  if (weight.format != Weight::Format::affine) return std::optional<DeviceTensor>{};
+  PLUMB_TRY(check_weight(where, weight));
+  PLUMB_TRY(check_weight_device(where, weight, backend.device()));
+  weight.decode_layout = {};
+  auto copy = backend.prepare_weight(weight_launch(weight));
+  if (!copy.ok()) return copy.error();
+  if (copy->has_value()) weight.decode_layout = (*copy)->view;
+  return copy;
 }
 
 std::vector<float> rope_inv_freq(const RopeSpec& spec) {

@@ -39,9 +39,15 @@ inline CudaBackend* gpu() {
   return backend.get();
 }
 
-// Backends with the decode matmul on and off, to compare the two kernels.
+// Backends with the decode matmul on (4-bit weights in the decode layout, or all read from the packed rows
+// through the ring) and off, to compare the kernels.
 inline CudaBackend* decode_gpu() {
   static std::unique_ptr<CudaBackend> backend = make_gpu(CudaOptions{.decode_matmul = true});
+  return backend.get();
+}
+inline CudaBackend* ring_gpu() {
+  static std::unique_ptr<CudaBackend> backend =
+      make_gpu(CudaOptions{.decode_matmul = true, .decode_layout = false});
   return backend.get();
 }
 inline CudaBackend* tiled_gpu() {
@@ -76,8 +82,13 @@ inline DeviceWeight affine_weight(ops::Backend& backend, const ops::AffineTensor
   DeviceTensor packed = ops::testing::device_tensor(backend, DType::u32, {out, words}, q.packed.data());
   DeviceTensor scales = ops::testing::device_tensor(backend, DType::bf16, {out, in / group}, q.scales.data());
   DeviceTensor biases = ops::testing::device_tensor(backend, DType::bf16, {out, in / group}, q.biases.data());
-  return {Weight::make_affine("w", in, packed.view, scales.view, biases.view, bits, group),
-          {packed, scales, biases}};
+  DeviceWeight made{Weight::make_affine("w", in, packed.view, scales.view, biases.view, bits, group),
+                    {packed, scales, biases}};
+  // The backend's own copy, as the model loader makes it.
+  auto copy = ops::prepare_weight(backend, made.weight);
+  if (!copy.ok()) ADD_FAILURE() << copy.error().message;
+  if (copy.ok() && copy->has_value()) made.storage.push_back(std::move(**copy));
+  return made;
 }
 
 // Bytes equal, compared as 16-bit (bf16) or 32-bit (f32, i32) elements; prints the first differences.

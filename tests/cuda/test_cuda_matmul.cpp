@@ -13,6 +13,7 @@ namespace {
 
 using testing::decode_gpu;
 using testing::gpu;
+using testing::ring_gpu;
 using testing::tiled_gpu;
 
 std::vector<uint8_t> run_matmul(ops::Backend& backend, const Weight& weight, const Values& x, int64_t rows,
@@ -202,26 +203,39 @@ TEST(CudaMatmul, UnalignedRowsGiveTheSameBits) {
                             run_matmul(*tiled_gpu(), tiled.weight, x, rows), 2);
 }
 
+// The decode kernel on both its weight sources: 4-bit weights in the decode layout, and every weight read
+// from its packed rows through the ring.
+struct DecodeBackend {
+  const char* name;
+  CudaBackend* backend;
+};
+
+std::vector<DecodeBackend> decode_backends() {
+  return {{"decode layout", decode_gpu()}, {"decode ring", ring_gpu()}};
+}
+
 // An affine weight's shape and format.
 struct AffineCase {
   int64_t out, in;
   int bits, group;
 };
 
-// The decode kernel's rows equal the tiled kernel's, bit for bit, for each affine format it takes, for one
+// The decode kernel's rows, on either weight source, equal the tiled kernel's, bit for bit, for each affine
+// format it takes (4-bit codes with groups of 32, 64 and 128 in the decode layout), for one
 // and several K splits, splits longer than the x it stages at once, shapes off the tile grid (absent
 // columns, a k tail, odd group counts), and f32 output; weights of spread 1 give scales above 2^-5 (packed
 // pairs), weights of spread 0.05 scales below it (subnormal pairs for 4-bit codes).
 TEST(CudaMatmul, DecodeKernelGivesTheTiledKernelsBits) {
   PLUMB_GPU_OR_SKIP();
   ASSERT_NE(decode_gpu(), nullptr);
+  ASSERT_NE(ring_gpu(), nullptr);
   ASSERT_NE(tiled_gpu(), nullptr);
   for (const float spread : {1.0f, 0.05f})
     for (const AffineCase c :
          {AffineCase{4096, 3840, 4, 64}, AffineCase{4096, 3840, 8, 128}, AffineCase{4096, 3840, 2, 32},
           AffineCase{3840, 15360, 4, 64}, AffineCase{3840, 15360, 2, 32}, AffineCase{150, 640, 4, 32},
           AffineCase{130, 544, 4, 32}, AffineCase{262, 256, 8, 64}, AffineCase{33000, 2304, 4, 64},
-          AffineCase{131, 320, 4, 64}}) {
+          AffineCase{131, 320, 4, 64}, AffineCase{1000, 2176, 4, 128}}) {
       const Values w = ops::testing::random_bf16(71, c.out * c.in, -spread, spread);
       const Values x = ops::testing::random_bf16(72, 32 * c.in, -2, 2);
       const std::vector<float> floats(w.begin(), w.end());
@@ -229,18 +243,23 @@ TEST(CudaMatmul, DecodeKernelGivesTheTiledKernelsBits) {
         return testing::affine_weight(backend, ops::affine_quantize(floats, c.out, c.in, c.bits, c.group),
                                       c.out, c.in, c.bits, c.group);
       };
-      const testing::DeviceWeight tiled = weight_on(*tiled_gpu()), decode = weight_on(*decode_gpu());
-      for (int64_t rows : {1, 2, 7, 16, 17, 31, 32}) {
-        const Values part(x.begin(), x.begin() + rows * c.in);
-        const std::string what = fmt::format("decode {}x{} bits {} group {} spread {}: {} rows", c.out, c.in,
-                                             c.bits, c.group, spread, rows);
-        testing::expect_same_bits(what, run_matmul(*decode_gpu(), decode.weight, part, rows),
-                                  run_matmul(*tiled_gpu(), tiled.weight, part, rows), 2);
-        if (rows == 17)
-          testing::expect_same_bits(what + " f32",
-                                    run_matmul(*decode_gpu(), decode.weight, part, rows, DType::f32),
-                                    run_matmul(*tiled_gpu(), tiled.weight, part, rows, DType::f32), 4);
-        if (::testing::Test::HasFailure()) return;
+      const testing::DeviceWeight tiled = weight_on(*tiled_gpu());
+      for (const DecodeBackend decode : decode_backends()) {
+        const testing::DeviceWeight weight = weight_on(*decode.backend);
+        ASSERT_EQ(weight.weight.decode_layout.data != nullptr, decode.backend == decode_gpu() && c.bits == 4)
+            << decode.name << ": 4-bit weights, and those alone, get the decode layout";
+        for (int64_t rows : {1, 2, 7, 16, 17, 31, 32}) {
+          const Values part(x.begin(), x.begin() + rows * c.in);
+          const std::string what = fmt::format("{} {}x{} bits {} group {} spread {}: {} rows", decode.name,
+                                               c.out, c.in, c.bits, c.group, spread, rows);
+          testing::expect_same_bits(what, run_matmul(*decode.backend, weight.weight, part, rows),
+                                    run_matmul(*tiled_gpu(), tiled.weight, part, rows), 2);
+          if (rows == 17)
+            testing::expect_same_bits(what + " f32",
+                                      run_matmul(*decode.backend, weight.weight, part, rows, DType::f32),
+                                      run_matmul(*tiled_gpu(), tiled.weight, part, rows, DType::f32), 4);
+          if (::testing::Test::HasFailure()) return;
+        }
       }
     }
 }
@@ -260,6 +279,7 @@ float round_once(double exact) {
 TEST(CudaMatmul, DecodeKernelKeepsTwoRoundingsWhereOneWouldDiffer) {
   PLUMB_GPU_OR_SKIP();
   ASSERT_NE(decode_gpu(), nullptr);
+  ASSERT_NE(ring_gpu(), nullptr);
   ASSERT_NE(tiled_gpu(), nullptr);
   for (const float spread : {1.0f, 0.05f})
     for (const AffineCase c :
@@ -289,17 +309,19 @@ TEST(CudaMatmul, DecodeKernelKeepsTwoRoundingsWhereOneWouldDiffer) {
       ASSERT_GT(differing, 0) << "the planted groups must hold codes where one rounding differs";
       const testing::DeviceWeight tiled =
           testing::affine_weight(*tiled_gpu(), q, c.out, c.in, c.bits, c.group);
-      const testing::DeviceWeight decode =
-          testing::affine_weight(*decode_gpu(), q, c.out, c.in, c.bits, c.group);
       const Values x = ops::testing::random_bf16(74, 17 * c.in, -2, 2);
-      for (int64_t rows : {1, 7, 17}) {
-        const Values part(x.begin(), x.begin() + rows * c.in);
-        const std::string what =
-            fmt::format("decode {}x{} bits {} group {} spread {} with planted groups: {} rows", c.out, c.in,
-                        c.bits, c.group, spread, rows);
-        testing::expect_same_bits(what, run_matmul(*decode_gpu(), decode.weight, part, rows),
-                                  run_matmul(*tiled_gpu(), tiled.weight, part, rows), 2);
-        if (::testing::Test::HasFailure()) return;
+      for (const DecodeBackend decode : decode_backends()) {
+        const testing::DeviceWeight weight =
+            testing::affine_weight(*decode.backend, q, c.out, c.in, c.bits, c.group);
+        for (int64_t rows : {1, 7, 17}) {
+          const Values part(x.begin(), x.begin() + rows * c.in);
+          const std::string what =
+              fmt::format("{} {}x{} bits {} group {} spread {} with planted groups: {} rows", decode.name,
+                          c.out, c.in, c.bits, c.group, spread, rows);
+          testing::expect_same_bits(what, run_matmul(*decode.backend, weight.weight, part, rows),
+                                    run_matmul(*tiled_gpu(), tiled.weight, part, rows), 2);
+          if (::testing::Test::HasFailure()) return;
+        }
       }
     }
 }

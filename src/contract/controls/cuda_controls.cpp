@@ -146,6 +146,20 @@ class MatmulPromptOrder final : public CudaControl {
   }
 };
 
+// The real decode layout of a 4-bit weight with each lane's codes of a k16 step's two halves swapped: a
+// layout that the decode kernel reads otherwise than it was written. Rows of up to 32 take it.
+class MatmulLayoutHalvesSwapped final : public CudaControl {
+ public:
+  using CudaControl::CudaControl;
+  Result<std::optional<ops::DeviceTensor>> prepare_weight(const ops::WeightLaunch& weight) override {
+    auto copy = ForwardingBackend::prepare_weight(weight);
+    if (copy.ok() && copy->has_value())
+      check("swap_layout_code_pairs",
+            cuda_swap_layout_code_pairs((*copy)->view.data, weight.out, weight.in, weight.group, stream()));
+    return copy;
+  }
+};
+
 template <class Variant>
 Control on_cuda(std::string name, std::string form, Gate gate, std::string wrong) {
   Control control = planted<Variant>(std::move(name), std::move(form), gate, std::move(wrong));
@@ -178,6 +192,9 @@ void register_cuda_controls(Registry& registry) {
   list.push_back(on_cuda<MatmulPromptOrder>("matmul/prompt-order-cuda", "matmul/12b-q-sliding",
                                             Gate::invariant,
                                             "sums the rows of calls over 64 rows in descending k"));
+  list.push_back(on_cuda<MatmulLayoutHalvesSwapped>(
+      "matmul/layout-halves-swapped-cuda", "matmul/12b-q-global-4bit-g64", Gate::shapes,
+      "a decode layout with each lane's codes of a k16 step's two halves swapped"));
   list.push_back(on_cuda<MatmulBf16Accumulator>("matmul/bf16-accumulator-cuda", "matmul/12b-k-global-f16",
                                                 Gate::stress,
                                                 "a device kernel that rounds the running sum to bf16"));

@@ -3,6 +3,7 @@
 #include <cuda_fp16.h>
 
 #include "contract/controls/cuda_kernels.hpp"
+#include "cuda/k_matmul_decode.cuh"
 
 namespace plumb::contract::controls {
 namespace {
@@ -96,7 +97,21 @@ __global__ void shift_positions_kernel(const ops::SampleParams* in, ops::SampleP
   out[r] = params;
 }
 
+// Swaps the bytes of each code word's two halves of a k16 step (b0's codes with b1's).
+__global__ void swap_code_pairs_kernel(uint32_t* words, int64_t count) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < count) words[i] = __byte_perm(words[i], 0u, 0x2301u);
+}
+
 }  // namespace
+
+cudaError_t cuda_swap_layout_code_pairs(void* layout, int64_t out_features, int64_t in_features, int group,
+                                        cudaStream_t stream) {
+  const int64_t count = cuda::matmul::lane_layout(out_features, in_features, group).codes_bytes() / 4;
+  if (count == 0) return cudaSuccess;
+  swap_code_pairs_kernel<<<blocks(count), kThreads, 0, stream>>>(static_cast<uint32_t*>(layout), count);
+  return cudaGetLastError();
+}
 
 cudaError_t cuda_write_one(uint16_t* element, cudaStream_t stream) {
   write_one_kernel<<<1, 1, 0, stream>>>(element);

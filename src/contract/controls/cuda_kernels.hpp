@@ -31,6 +31,11 @@ cudaError_t cuda_matmul_bf16_descending(const uint16_t* x, int64_t x_stride, con
                                         uint16_t* out, int64_t out_stride, int64_t rows, int64_t out_features,
                                         int64_t in_features, cudaStream_t stream);
 
+// In a 4-bit weight's decode layout (k_matmul_decode_lanes.cu), swaps every lane's codes of the two halves of
+// each k16 step: the decode kernel then multiplies k 2t, 2t + 1 by x at k 2t + 8, 2t + 9 and back.
+cudaError_t cuda_swap_layout_code_pairs(void* layout, int64_t out_features, int64_t in_features, int group,
+                                        cudaStream_t stream);
+
 // out[r] = in[r] with position + shift: draw options keyed by another position than the op was given.
 cudaError_t cuda_shift_draw_positions(const ops::SampleParams* in, ops::SampleParams* out, int64_t rows,
                                       int64_t shift, cudaStream_t stream);

@@ -48,9 +48,9 @@ class MatmulForm final : public Form {
 
   Status launch(ops::Backend& backend, const Call&, std::span<const TensorView> in,
                 std::span<const TensorView> out) const override {
-    auto weight = weight_from(spec_, in.subspan(1));
+    auto weight = prepared_weight_from(backend, spec_, in.subspan(1));
     if (!weight.ok()) return weight.error();
-    return ops::matmul(backend, in[0], *weight, out[0]);
+    return ops::matmul(backend, in[0], weight->weight, out[0]);
   }
 
   std::vector<std::vector<Span>> expected(const Call& call) const override {
@@ -142,6 +142,7 @@ void register_matmul_forms(Registry& registry) {
   matmul("12b-head-slice-f32", {4096, 3840}, DType::f32);
   matmul("12b-k-global-8bit-g128", {512, 3840, DType::bf16, 8, 128});
   matmul("12b-k-sliding-2bit-g32", {2048, 3840, DType::bf16, 2, 32});
+  matmul("12b-v-sliding-4bit-g32", {2048, 3840, DType::bf16, 4, 32});
   // Gemma 4 31B: o_proj (sliding) 5-bit, k_proj (global) 3-bit and 6-bit.
   matmul("31b-o-sliding-5bit-g32", {5376, 8192, DType::bf16, 5, 32});
   matmul("31b-k-global-3bit-g64", {2048, 5376, DType::bf16, 3, 64});

@@ -47,17 +47,17 @@ class MatmulGroupForm final : public Form {
 
   Status launch(ops::Backend& backend, const Call&, std::span<const TensorView> in,
                 std::span<const TensorView> out) const override {
-    std::vector<ops::Weight> weights;
+    std::vector<PreparedWeight> weights;
     size_t next = 1;
     for (const WeightSpec& spec : specs_) {
       const size_t tensors = spec.affine() ? 3 : 1;
-      auto weight = weight_from(spec, in.subspan(next, tensors));
+      auto weight = prepared_weight_from(backend, spec, in.subspan(next, tensors));
       if (!weight.ok()) return weight.error();
       weights.push_back(std::move(*weight));
       next += tensors;
     }
     std::vector<ops::MatmulMember> members;
-    for (size_t i = 0; i < specs_.size(); ++i) members.push_back({&weights[i], out[i]});
+    for (size_t i = 0; i < specs_.size(); ++i) members.push_back({&weights[i].weight, out[i]});
     return ops::matmul_group(backend, in[0], members);
   }
 

@@ -90,6 +90,17 @@ Result<ops::Weight> weight_from(const WeightSpec& spec, std::span<const TensorVi
   return ops::Weight::make_affine("weight", spec.in, views[0], views[1], views[2], spec.bits, spec.group);
 }
 
+Result<PreparedWeight> prepared_weight_from(ops::Backend& backend, const WeightSpec& spec,
+                                            std::span<const TensorView> views) {
+  auto weight = weight_from(spec, views);
+  if (!weight.ok()) return weight.error();
+  PreparedWeight prepared{std::move(*weight), std::nullopt};
+  auto copy = ops::prepare_weight(backend, prepared.weight);
+  if (!copy.ok()) return copy.error();
+  prepared.copy = std::move(*copy);
+  return prepared;
+}
+
 std::vector<Span> matmul_spans(const WeightSpec& spec, const HostData& x, std::span<const HostData> tensors,
                                DType out_dtype) {
   const std::vector<float> w = weight_values(spec, tensors);

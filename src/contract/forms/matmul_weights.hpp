@@ -3,6 +3,7 @@
 // made from a seed, their values as the reference reads them, and the expected output ranges.
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "contract/forms/common.hpp"
+#include "ops/backend.hpp"
 #include "ops/ops.hpp"
 
 namespace plumb::contract::forms {
@@ -36,6 +38,15 @@ std::vector<HostData> make_weight(const WeightSpec& spec, uint64_t seed, Inputs 
 std::vector<float> weight_values(const WeightSpec& spec, std::span<const HostData> tensors);
 
 Result<ops::Weight> weight_from(const WeightSpec& spec, std::span<const TensorView> views);
+
+// A matmul weight with the backend's own copy of it (ops::prepare_weight), as the model loader makes it, so
+// the form runs the kernel a loaded model runs; the copy lives as long as this.
+struct PreparedWeight {
+  ops::Weight weight;
+  std::optional<ops::DeviceTensor> copy;
+};
+Result<PreparedWeight> prepared_weight_from(ops::Backend& backend, const WeightSpec& spec,
+                                            std::span<const TensorView> views);
 
 // x · Wᵀ's ranges, row by row: each output a dot product of exact fp32 products accumulated in fp32 in any
 // order, rounded to bf16 once or kept f32.

@@ -126,6 +126,8 @@ Result<ops::Weight> WeightLoader::affine(const std::string& module, int64_t out,
   ops::Weight weight =
       ops::Weight::make_affine(module, in, packed_view, scales_view, biases_view, spec.bits, spec.group);
   PLUMB_TRY(ops::check_weight(where_, weight));
+  PLUMB_TRY_ASSIGN(decode_copy, ops::prepare_weight(backend_, weight));
+  if (decode_copy.has_value()) storage_.push_back(std::move(*decode_copy));
   return weight;
 }
 

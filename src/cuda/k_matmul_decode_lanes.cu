@@ -1,0 +1,324 @@
+// The decode matmul (k_matmul_decode.cu: the same sums, so the same bits) on its own copy of a 4-bit affine
+// weight, made once at load, in which each lane's share of a 64-wide k tile is contiguous: its 32 codes in
+// 16 bytes, the scale and bias words of its two columns, and the tile's form decided at load for the warp.
+// A tile then costs a lane three cp.async copies into its own part of the warp's ring, three shared reads
+// and the dequantization, instead of the ring kernel's 16-column chunks, word parities, bounds tests and form
+// vote (250 warp instructions a tile at 1 row, most of them that bookkeeping, measured on the H200).
+//
+// The layout (LaneLayout) of a weight of n columns and k inputs, in slices of 16 columns (one warp's):
+//   codes uint4   [slices][tiles][32 lanes]: lane (g, t)'s word 2j + s/2, byte 2(s % 2) + h holds the codes
+//                 of column 16 slice + 8j + g at k = 64 tile + 16s + 8h + 2t and k + 1 (the lower k in the
+//                 low nibble): b0 (h = 0) and b1 (h = 1) of k16 step s of column tile j;
+//   words uint32  [slices][tiles][8 g][halves][2 j]: scale | bias << 16 of that column for the tile's 32-wide
+//                 half h (one half for groups of 64 or more, as both halves share the group);
+//   forms uint32  [slices][tiles]: the TileForm tile_form gives the warp's tile.
+// Columns past n repeat the last column and codes or halves past k are zero, as the ring kernel reads them.
+#include <algorithm>
+
+#include "cuda/dependent_launch.cuh"
+#include "cuda/k_matmul_decode.cuh"
+
+namespace plumb::cuda::matmul {
+
+namespace {
+
+template <int kHalves>
+constexpr int kLaneSlots = kHalves == 1 ? 8 : 6;  // about 56 KiB of ring a block either way
+
+// A warp's ring slot: each lane's codes, words and form, each lane reading back only what it copied.
+constexpr int kLaneCodesBytes = 32 * 16;
+template <int kHalves>
+constexpr int kLaneWordBytes = 8 * kHalves;  // a lane's words of one tile
+template <int kHalves>
+constexpr int kLaneFormsAt = kLaneCodesBytes + 32 * kLaneWordBytes<kHalves>;
+template <int kHalves>
+constexpr int kLaneSlotBytes = kLaneFormsAt<kHalves> + 32 * 4;
+
+template <int kHalves>
+struct LaneTile {
+  uint4 codes;
+  uint32_t words[kHalves][kDecodeNTiles];  // scale | bias << 16 of column tile j's column, per half
+  TileForm form;
+};
+
+// The lane's parts of the warp's tiles of one split, copied a tile at a time into a ring slot.
+template <int kHalves>
+struct LaneSource {
+  const uint4* codes;  // the lane's codes in the split's first tile
+  const char* words;   // its words there
+  const uint32_t* forms;
+
+  __device__ __forceinline__ LaneSource(const DecodeParams& p, int64_t slice, int64_t kt0) {
+    const int lane = threadIdx.x % 32;
+    const int64_t tile = slice * p.k_tiles + kt0;
+    codes = p.lane_codes + tile * 32 + lane;
+    words = reinterpret_cast<const char*>(p.lane_words) + (tile * 8 + lane / 4) * kLaneWordBytes<kHalves>;
+    forms = p.tile_forms + tile;
+  }
+
+  __device__ __forceinline__ void copy(char* slot, int t) const {
+    const int lane = threadIdx.x % 32;
+    copy16(slot + lane * 16, codes + t * 32, true);
+    char* words_at = slot + kLaneCodesBytes + lane * kLaneWordBytes<kHalves>;
+    if constexpr (kHalves == 1) {
+      copy8(words_at, words + t * 8 * kLaneWordBytes<kHalves>);
+    } else {
+      copy16(words_at, words + t * 8 * kLaneWordBytes<kHalves>, true);
+    }
+    copy4(slot + kLaneFormsAt<kHalves> + lane * 4, forms + t, true);
+  }
+};
+
+template <int kHalves>
+__device__ __forceinline__ LaneTile<kHalves> read_lane_tile(const char* slot) {
+  const int lane = threadIdx.x % 32;
+  LaneTile<kHalves> tile;
+  tile.codes = *reinterpret_cast<const uint4*>(slot + lane * 16);
+  const char* words = slot + kLaneCodesBytes + lane * kLaneWordBytes<kHalves>;
+  if constexpr (kHalves == 1) {
+    const uint2 w = *reinterpret_cast<const uint2*>(words);
+    tile.words[0][0] = w.x, tile.words[0][1] = w.y;
+  } else {
+    const uint4 w = *reinterpret_cast<const uint4*>(words);
+    tile.words[0][0] = w.x, tile.words[0][1] = w.y, tile.words[1][0] = w.z, tile.words[1][1] = w.w;
+  }
+  tile.form =
+      static_cast<TileForm>(*reinterpret_cast<const uint32_t*>(slot + kLaneFormsAt<kHalves> + lane * 4));
+  return tile;
+}
+
+// The byte of k step kStep's codes for b0 (kB = 0) or b1 (kB = 1) in its word, and the half it lies in.
+template <int kStep, int kB>
+constexpr int kLaneByte = 2 * (kStep % 2) + kB;
+template <int kHalves, int kStep>
+constexpr int kLaneHalf = kHalves == 2 ? kStep / 2 : 0;
+
+// Byte kByte of w as the bf16 pair 128 + q of its two codes (magic_pairs' form).
+template <int kByte>
+__device__ __forceinline__ uint32_t magic_byte(uint32_t w) {
+  return and_or(__byte_perm(w, 0u, 0x4440u | kByte) * 0x1001u, 0x000f000fu, 0x43004300u);
+}
+
+// The tile's four k16 steps in its form, each fragment built as the ring kernel builds it
+// (k_matmul_fragments.cuh) from the lane's own bytes.
+template <int kMTiles, bool kFull, int kHalves>
+__device__ __forceinline__ void multiply_lane_tile(const LaneTile<kHalves>& tile,
+                                                   const uint32_t (&a_rows)[kMTiles], int local, int steps,
+                                                   float (&acc)[kMTiles][kDecodeNTiles][4]) {
+  const uint32_t code[4] = {tile.codes.x, tile.codes.y, tile.codes.z, tile.codes.w};
+  if (tile.form != TileForm::f32) {
+    const uint32_t offset = tile.form == TileForm::subnormal ? kSubnormalScaleOffset : 0u;
+    uint32_t scale[kDecodeNTiles][kHalves], bias[kDecodeNTiles][kHalves];
+#pragma unroll
+    for (int j = 0; j < kDecodeNTiles; ++j)
+#pragma unroll
+      for (int h = 0; h < kHalves; ++h) {
+        scale[j][h] = __byte_perm(tile.words[h][j], 0u, 0x1010u) + offset;
+        bias[j][h] = __byte_perm(tile.words[h][j], 0u, 0x3232u);
+      }
+    if (tile.form == TileForm::subnormal) {
+      multiply_steps<kMTiles, kFull>(
+          a_rows, local, steps, acc, [&](auto step, int j, uint32_t& b0, uint32_t& b1) {
+            constexpr int kStep = decltype(step)::value, kH = kLaneHalf<kHalves, kStep>;
+            const uint32_t w = code[2 * j + kStep / 2];
+            b0 = subnormal_pair(w, 0x4040u | kLaneByte<kStep, 0> * 0x0101u, scale[j][kH], bias[j][kH]);
+            b1 = subnormal_pair(w, 0x4040u | kLaneByte<kStep, 1> * 0x0101u, scale[j][kH], bias[j][kH]);
+          });
+      return;
+    }
+    multiply_steps<kMTiles, kFull>(
+        a_rows, local, steps, acc, [&](auto step, int j, uint32_t& b0, uint32_t& b1) {
+          constexpr int kStep = decltype(step)::value, kH = kLaneHalf<kHalves, kStep>;
+          const uint32_t w = code[2 * j + kStep / 2];
+          b0 = packed_pair(magic_byte<kLaneByte<kStep, 0>>(w), scale[j][kH], bias[j][kH]);
+          b1 = packed_pair(magic_byte<kLaneByte<kStep, 1>>(w), scale[j][kH], bias[j][kH]);
+        });
+    return;
+  }
+  HalfRow<4> halves[kDecodeNTiles][kHalves];
+#pragma unroll
+  for (int j = 0; j < kDecodeNTiles; ++j)
+#pragma unroll
+    for (int h = 0; h < kHalves; ++h) halves[j][h] = half_row<4>(tile.words[h][j]);
+  multiply_steps<kMTiles, kFull>(
+      a_rows, local, steps, acc, [&](auto step, int j, uint32_t& b0, uint32_t& b1) {
+        constexpr int kStep = decltype(step)::value, kH = kLaneHalf<kHalves, kStep>;
+        const uint32_t w = code[2 * j + kStep / 2];
+        b0 = dequantize_pair<4, 0>(w >> (8 * kLaneByte<kStep, 0>), halves[j][kH]);
+        b1 = dequantize_pair<4, 2>(w >> (8 * kLaneByte<kStep, 1>), halves[j][kH]);
+      });
+}
+
+// One block: the warps' 16-column slices of column strip `strip`, over the k tiles of split `split`; the
+// ring kernel's loop (decode_block) with each lane copying and reading its own parts of a slot.
+template <int kMTiles, int kHalves>
+__device__ __forceinline__ void lanes_block(const DecodeParams& p, int64_t strip, int split) {
+  constexpr int kSlots = kLaneSlots<kHalves>, kSlot = kLaneSlotBytes<kHalves>;
+  extern __shared__ __align__(16) char shared[];
+  const int warp = threadIdx.x / 32;
+  const int64_t col0 = strip * kDecodeBlockCols + warp * kDecodeWarpCols;
+  const DecodeSplit range(p, split);
+  // Shared memory: the ring ([warps][slots][slot bytes]), then x.
+  char* ring = shared + warp * kSlots * kSlot;
+  XSegments<kMTiles> x(shared + kDecodeWarps * kSlots * kSlot, p);
+  // Warps past n read the last slice (their sums are never stored).
+  const LaneSource<kHalves> source(p, min(col0 / kDecodeWarpCols, p.slices - 1), range.kt0);
+  // One commit group per tile (empty past the split), so tile t's copy is done once kSlots - 2 are pending.
+#pragma unroll
+  for (int i = 0; i < kSlots - 1; ++i) {
+    if (i < range.tiles) source.copy(ring + i * kSlot, i);
+    copy_commit();
+  }
+  wait_for_previous_kernel();  // the weights above do not depend on earlier launches; x and the sums do
+  float acc[kMTiles][kDecodeNTiles][4] = {};
+  int slot = 0;  // tile t's slot, t % kSlots
+  for (int t = 0; t < range.tiles; ++t) {
+    x.reach(p, range, t);
+    copy_wait<kSlots - 2>();
+    const LaneTile<kHalves> tile = read_lane_tile<kHalves>(ring + slot * kSlot);
+    // The slot read one tile ago: this lane's reads of it are done, as its values were used then.
+    if (t + kSlots - 1 < range.tiles)
+      source.copy(ring + (slot == 0 ? kSlots - 1 : slot - 1) * kSlot, t + kSlots - 1);
+    copy_commit();
+    slot = slot + 1 == kSlots ? 0 : slot + 1;
+    if (t < range.full_tiles) {
+      multiply_lane_tile<kMTiles, true>(tile, x.a_rows, t - x.first, 4, acc);
+    } else {
+      multiply_lane_tile<kMTiles, false>(tile, x.a_rows, t - x.first, tile_steps(p, range, t), acc);
+    }
+  }
+  copy_wait<0>();
+  finish_sums<kMTiles>(p, strip, split, col0, acc);
+}
+
+template <int kMTiles, int kHalves>
+__global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<4, kMTiles>))
+    lanes_kernel(const __grid_constant__ DecodeGroup group) {
+  int i = 0;
+  while (i + 1 < group.members && static_cast<int>(blockIdx.x) >= group.first_block[i + 1]) ++i;
+  const int local = static_cast<int>(blockIdx.x) - group.first_block[i], strips = group.strips[i];
+  // A body per member, as in decode_kernel.
+  switch (i) {
+    case 0:
+      return lanes_block<kMTiles, kHalves>(group.member[0], local % strips, local / strips);
+    case 1:
+      return lanes_block<kMTiles, kHalves>(group.member[1], local % strips, local / strips);
+    default:
+      return lanes_block<kMTiles, kHalves>(group.member[2], local % strips, local / strips);
+  }
+}
+
+template <int kMTiles, int kHalves>
+cudaError_t run_lanes(DecodeGroup& group, cudaStream_t stream) {
+  const size_t ring = size_t{kDecodeWarps} * kLaneSlots<kHalves> * kLaneSlotBytes<kHalves>;
+  return launch_decode_kernel(lanes_kernel<kMTiles, kHalves>, group, ring + stage_x_bytes(group), stream);
+}
+
+// What launch_decode_layout writes from: the weight's arrays and the layout's shape.
+struct LayoutArgs {
+  const uint32_t* packed;
+  const uint16_t* scales;
+  const uint16_t* biases;
+  int64_t n, k, row_words, groups;
+  int group_shift;
+  LaneLayout layout;
+  uint4* codes;
+  uint32_t* words;
+  uint32_t* forms;
+};
+
+// One thread a lane's 16 bytes of one tile (the layout above).
+__global__ void lane_codes_kernel(LayoutArgs a) {
+  wait_for_previous_kernel();
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= a.layout.slices * a.layout.tiles * 32) return;
+  const int lane = static_cast<int>(i % 32), g = lane / 4, t = lane % 4;
+  const int64_t tile = i / 32 % a.layout.tiles, slice = i / 32 / a.layout.tiles;
+  uint32_t words[4] = {};
+  for (int j = 0; j < kDecodeNTiles; ++j) {
+    const int64_t col = min(slice * kDecodeWarpCols + j * 8 + g, a.n - 1);
+    const auto* row = reinterpret_cast<const uint8_t*>(a.packed + col * a.row_words);
+    for (int s = 0; s < 4; ++s)
+      for (int h = 0; h < 2; ++h) {
+        const int64_t k = tile * kTileK + 16 * s + 8 * h + 2 * t;
+        const uint32_t byte = k < a.k ? row[k / 2] : 0u;
+        words[2 * j + s / 2] |= byte << (8 * (2 * (s % 2) + h));
+      }
+  }
+  a.codes[i] = make_uint4(words[0], words[1], words[2], words[3]);
+}
+
+// One thread a tile of a slice: its columns' words, and the form tile_form gives them.
+__global__ void lane_words_kernel(LayoutArgs a) {
+  wait_for_previous_kernel();
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= a.layout.slices * a.layout.tiles) return;
+  const int64_t tile = i % a.layout.tiles, slice = i / a.layout.tiles;
+  const int halves = a.layout.halves;
+  bool exact = true, subnormal = true;
+  for (int g = 0; g < 8; ++g)
+    for (int h = 0; h < halves; ++h)
+      for (int j = 0; j < kDecodeNTiles; ++j) {
+        const int64_t col = min(slice * kDecodeWarpCols + j * 8 + g, a.n - 1);
+        const int64_t k = tile * kTileK + 32 * h;
+        const int64_t e = col * a.groups + (k >> a.group_shift);
+        const uint32_t word = k < a.k ? a.scales[e] | static_cast<uint32_t>(a.biases[e]) << 16 : 0u;
+        a.words[((i * 8 + g) * halves + h) * kDecodeNTiles + j] = word;
+        const FormTests tests = form_tests(word);
+        exact &= tests.exact;
+        subnormal &= tests.subnormal;
+      }
+  const TileForm form = subnormal ? TileForm::subnormal : exact ? TileForm::packed : TileForm::f32;
+  a.forms[i] = static_cast<uint32_t>(form);
+}
+
+}  // namespace
+
+cudaError_t run_decode_lanes(DecodeGroup& group, cudaStream_t stream) {
+  const bool rows16 = group.member[0].rows <= 16, halves1 = group.member[0].lane_halves == 1;
+  if (rows16) return halves1 ? run_lanes<1, 1>(group, stream) : run_lanes<1, 2>(group, stream);
+  return halves1 ? run_lanes<2, 1>(group, stream) : run_lanes<2, 2>(group, stream);
+}
+
+}  // namespace plumb::cuda::matmul
+
+namespace plumb::cuda {
+
+int64_t decode_layout_bytes(const WeightArgs& weight) {
+  if (!weight.affine || weight.bits != 4 || !matmul_decode_supports(weight)) return 0;
+  return matmul::lane_layout(weight.out, weight.in, weight.group).bytes();
+}
+
+cudaError_t launch_decode_layout(const WeightArgs& weight, void* layout, cudaStream_t stream) {
+  using namespace matmul;
+  if (decode_layout_bytes(weight) == 0 || reinterpret_cast<uintptr_t>(layout) % 16 != 0)
+    return cudaErrorInvalidValue;
+  LayoutArgs a{};
+  a.packed = weight.packed;
+  a.scales = weight.scales;
+  a.biases = weight.biases;
+  a.n = weight.out;
+  a.k = weight.in;
+  a.row_words = weight.in * weight.bits / 32;
+  a.groups = weight.in / weight.group;
+  a.group_shift = weight.group == 32 ? 5 : weight.group == 64 ? 6 : 7;
+  a.layout = lane_layout(weight.out, weight.in, weight.group);
+  const LanePointers at = a.layout.pointers(layout);
+  a.codes = const_cast<uint4*>(at.codes);
+  a.words = const_cast<uint32_t*>(at.words);
+  a.forms = const_cast<uint32_t*>(at.forms);
+  constexpr int kThreads = 256;
+  const int64_t lanes = a.layout.slices * a.layout.tiles * 32, tiles = a.layout.slices * a.layout.tiles;
+  const auto blocks = [](int64_t threads) {
+    return dim3(static_cast<unsigned>((threads + kThreads - 1) / kThreads));
+  };
+  if (const cudaError_t code = launch_dependent(lane_codes_kernel, blocks(lanes), kThreads, 0, stream, a);
+      code != cudaSuccess)
+    return code;
+  if (const cudaError_t code = launch_dependent(lane_words_kernel, blocks(tiles), kThreads, 0, stream, a);
+      code != cudaSuccess)
+    return code;
+  return cudaGetLastError();
+}
+
+}  // namespace plumb::cuda
