@@ -3,10 +3,11 @@
 # under its own time limit so that the logs of the steps that ran always come back: the whole ctest suite (CUDA
 # tests included), the kernel contract on CUDA, the exactness suite on CUDA, the CUDA tests, exactness suite and
 # contract matmul forms again with the tiled matmul alone, the exactness suite with grouped matmuls off, the
+# exactness suite and matmul forms with 4-bit weights read from their packed rows (no decode layout), the
 # kernel benchmarks, plumb bench at Gemma 4 12B geometry (4-bit g64 with the lane engine section, and bf16; each
 # also with the tiled matmul alone and with CUDA graphs off), the server under 32 streaming clients
 # (tools/bench/serve_load.py) and transformers on the same bf16 weights. STEPS picks steps:
-# OUT=dir STEPS="build ctest contract exactness tiled ungrouped opsbench bench4 bench4t bench4e serve bench16
+# OUT=dir STEPS="build ctest contract exactness tiled ungrouped ring opsbench bench4 bench4t bench4e serve bench16
 #   bench16t bench16e hf" this-script
 # (PLUMB=path/to/plumb uses a plumb built elsewhere; BENCH_ARGS and HF_ARGS pass options to the benches;
 # PACK=file.tgz packs the logs into one file after every step, for a machine that returns few files.)
@@ -14,7 +15,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-$PWD/out/validate}
-steps=${STEPS:-build ctest contract exactness tiled ungrouped opsbench bench4 bench4t bench4e serve bench16 bench16t bench16e hf}
+steps=${STEPS:-build ctest contract exactness tiled ungrouped ring opsbench bench4 bench4t bench4e serve bench16 bench16t bench16e hf}
 models=${MODELS:-/tmp/plumb-models}
 mkdir -p "$out" "$models"
 
@@ -55,6 +56,12 @@ fi
 # Grouped matmuls off (PLUMB_CUDA_MATMUL_GROUP=0, each member its own launch): the exactness suite again.
 wanted ungrouped &&
   PLUMB_CUDA_MATMUL_GROUP=0 step exactness-ungrouped 120 build-validate/tests/engine/test_exactness --backend cuda
+# 4-bit weights without the decode layout (PLUMB_CUDA_DECODE_LAYOUT=0, the decode kernel reads the packed rows):
+# the exactness suite and the matmul forms again.
+if wanted ring; then
+  PLUMB_CUDA_DECODE_LAYOUT=0 step exactness-ring 120 build-validate/tests/engine/test_exactness --backend cuda
+  PLUMB_CUDA_DECODE_LAYOUT=0 step contract-ring 240 "$plumb" contract --backend cuda --only matmul
+fi
 wanted opsbench && step opsbench 120 build-validate/src/cuda/plumb_cuda_bench
 # bench NAME DECODE [GRAPHS]: plumb bench on $model with the decode matmul (1) or the tiled matmul alone (0),
 # and CUDA graphs off (0) or on (1, the default).

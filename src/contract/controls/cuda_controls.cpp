@@ -7,6 +7,8 @@
 #include "contract/controls/cuda_kernels.hpp"
 #include "contract/registry.hpp"
 #include "cuda/cuda_backend.hpp"
+#include "cuda/launch_args.hpp"
+#include "cuda/launchers.hpp"
 
 namespace plumb::contract::controls {
 namespace {
@@ -147,15 +149,25 @@ class MatmulPromptOrder final : public CudaControl {
 };
 
 // The real decode layout of a 4-bit weight with each lane's codes of a k16 step's two halves swapped: a
-// layout that the decode kernel reads otherwise than it was written. Rows of up to 32 take it.
+// layout that the decode kernel reads otherwise than it was written. Rows of up to 32 take it (a weight with
+// a decode layout takes it whatever the backend's options, so the control makes one where the backend does
+// not).
 class MatmulLayoutHalvesSwapped final : public CudaControl {
  public:
   using CudaControl::CudaControl;
   Result<std::optional<ops::DeviceTensor>> prepare_weight(const ops::WeightLaunch& weight) override {
     auto copy = ForwardingBackend::prepare_weight(weight);
-    if (copy.ok() && copy->has_value())
-      check("swap_layout_code_pairs",
-            cuda_swap_layout_code_pairs((*copy)->view.data, weight.out, weight.in, weight.group, stream()));
+    const int64_t bytes = cuda::decode_layout_bytes(cuda::weight_args(weight));
+    if (!copy.ok() || bytes == 0) return copy;
+    if (!copy->has_value()) {  // the backend keeps none (PLUMB_CUDA_DECODE_LAYOUT=0): the control makes it
+      auto made = allocate(DType::u8, {bytes});
+      if (!made.ok()) return made.error();
+      check("launch_decode_layout",
+            cuda::launch_decode_layout(cuda::weight_args(weight), made->view.data, stream()));
+      *copy = std::move(*made);
+    }
+    check("swap_layout_code_pairs",
+          cuda_swap_layout_code_pairs((*copy)->view.data, weight.out, weight.in, weight.group, stream()));
     return copy;
   }
 };
@@ -192,9 +204,12 @@ void register_cuda_controls(Registry& registry) {
   list.push_back(on_cuda<MatmulPromptOrder>("matmul/prompt-order-cuda", "matmul/12b-q-sliding",
                                             Gate::invariant,
                                             "sums the rows of calls over 64 rows in descending k"));
-  list.push_back(on_cuda<MatmulLayoutHalvesSwapped>(
-      "matmul/layout-halves-swapped-cuda", "matmul/12b-q-global-4bit-g64", Gate::shapes,
-      "a decode layout with each lane's codes of a k16 step's two halves swapped"));
+  // Only where rows of up to 32 take the decode kernel (PLUMB_CUDA_DECODE_MATMUL=0 gives them to the tiled
+  // kernel, which never reads the layout).
+  if (cuda::CudaOptions::from_environment().decode_matmul)
+    list.push_back(on_cuda<MatmulLayoutHalvesSwapped>(
+        "matmul/layout-halves-swapped-cuda", "matmul/12b-q-global-4bit-g64", Gate::shapes,
+        "a decode layout with each lane's codes of a k16 step's two halves swapped"));
   list.push_back(on_cuda<MatmulBf16Accumulator>("matmul/bf16-accumulator-cuda", "matmul/12b-k-global-f16",
                                                 Gate::stress,
                                                 "a device kernel that rounds the running sum to bf16"));
