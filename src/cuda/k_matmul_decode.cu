@@ -9,6 +9,7 @@
 // sums in split order, so no second launch is needed. A launch takes one to three matmuls of one x
 // (matmul_group), each with its own plan, scratch and counters. bf16 weights take the tiled kernel, which
 // streams them faster at these row counts (65% against 45% of the copy bound at 1 row, measured on the H200).
+// 4-bit weights with a decode layout (made at load) take k_matmul_decode_lanes.cu instead: the same sums.
 #include <algorithm>
 #include <span>
 #include <type_traits>
