@@ -138,6 +138,9 @@ Result<std::optional<ops::DeviceTensor>> CudaBackend::prepare_weight(const ops::
   if (!copy.ok()) return copy.error();
   PLUMB_CUDA_TRY(where, cudaSetDevice(info_.index));
   PLUMB_CUDA_TRY(where, launch_decode_layout(args, copy->view.data, stream_.get()));
+  // Kernels read weights before waiting for the kernel ahead of them (dependent_launch.cuh): the copy must be
+  // whole before the next launch, as an upload is.
+  PLUMB_TRY(stream_.synchronize());
   return std::optional<ops::DeviceTensor>{std::move(*copy)};
 }
 

@@ -202,7 +202,8 @@ class Backend {
   // A second copy of an affine weight in a layout of the backend's own, made once after the weight's tensors
   // are uploaded, that its few-row matmuls read instead (CUDA: lanes' codes, scales and tile forms contiguous
   // for the decode kernel); none (nullopt) where the backend keeps no such copy. The copy holds the same
-  // codes, scales and biases, so no bit may depend on whether a weight has one.
+  // codes, scales and biases, so no bit may depend on whether a weight has one. It waits for the device, as
+  // an upload may: never between begin_graph and end_graph.
   virtual Result<std::optional<DeviceTensor>> prepare_weight(const WeightLaunch& /*weight*/) {
     return std::optional<DeviceTensor>{};
   }

@@ -168,6 +168,7 @@ class MatmulLayoutHalvesSwapped final : public CudaControl {
     }
     check("swap_layout_code_pairs",
           cuda_swap_layout_code_pairs((*copy)->view.data, weight.out, weight.in, weight.group, stream()));
+    check("synchronize", cudaStreamSynchronize(stream()));  // whole before the next launch, as the real one
     return copy;
   }
 };
