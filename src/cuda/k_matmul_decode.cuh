@@ -126,8 +126,8 @@ struct XSegments {
     const int lane = threadIdx.x % 32;
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt)
-      a_rows[mt] = shared_address(
-          rows + min(static_cast<int64_t>(mt * 16 + lane % 16), p.rows - 1) * row_bytes + (lane / 16) * 16);
+      a_rows[mt] = held(shared_address(
+          rows + min(static_cast<int64_t>(mt * 16 + lane % 16), p.rows - 1) * row_bytes + (lane / 16) * 16));
   }
 
   // Stages the next segment when tile t (of the split starting at kt0) is its first; the whole block calls.

@@ -56,14 +56,15 @@ struct LaneSource {
     forms = p.tile_forms + tile;
   }
 
-  __device__ __forceinline__ void copy(char* slot, int t) const {
+  // Unsigned tile offsets, so that each address is one 32 x 32 + 64-bit multiply-add.
+  __device__ __forceinline__ void copy(char* slot, uint32_t t) const {
     const int lane = threadIdx.x % 32;
-    copy16(slot + lane * 16, codes + t * 32, true);
+    copy16(slot + lane * 16, codes + t * 32u, true);
     char* words_at = slot + kLaneCodesBytes + lane * kLaneWordBytes<kHalves>;
     if constexpr (kHalves == 1) {
-      copy8(words_at, words + t * 8 * kLaneWordBytes<kHalves>);
+      copy8(words_at, words + t * (8u * kLaneWordBytes<kHalves>));
     } else {
-      copy16(words_at, words + t * 8 * kLaneWordBytes<kHalves>, true);
+      copy16(words_at, words + t * (8u * kLaneWordBytes<kHalves>), true);
     }
     copy4(slot + kLaneFormsAt<kHalves> + lane * 4, forms + t, true);
   }
@@ -166,7 +167,7 @@ __device__ __forceinline__ void lanes_block(const DecodeParams& p, int64_t strip
   // One commit group per tile (empty past the split), so tile t's copy is done once kSlots - 2 are pending.
 #pragma unroll
   for (int i = 0; i < kSlots - 1; ++i) {
-    if (i < range.tiles) source.copy(ring + i * kSlot, i);
+    if (i < range.tiles) source.copy(ring + i * kSlot, static_cast<uint32_t>(i));
     copy_commit();
   }
   wait_for_previous_kernel();  // the weights above do not depend on earlier launches; x and the sums do
@@ -178,7 +179,7 @@ __device__ __forceinline__ void lanes_block(const DecodeParams& p, int64_t strip
     const LaneTile<kHalves> tile = read_lane_tile<kHalves>(ring + slot * kSlot);
     // The slot read one tile ago: this lane's reads of it are done, as its values were used then.
     if (t + kSlots - 1 < range.tiles)
-      source.copy(ring + (slot == 0 ? kSlots - 1 : slot - 1) * kSlot, t + kSlots - 1);
+      source.copy(ring + (slot == 0 ? kSlots - 1 : slot - 1) * kSlot, static_cast<uint32_t>(t + kSlots - 1));
     copy_commit();
     slot = slot + 1 == kSlots ? 0 : slot + 1;
     if (t < range.full_tiles) {
