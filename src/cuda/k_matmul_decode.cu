@@ -117,19 +117,9 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p, int64_t stri
 template <int kBits, int kMTiles>
 __global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<kBits, kMTiles>))
     decode_kernel(const __grid_constant__ DecodeGroup group) {
-  int i = 0;
-  while (i + 1 < group.members && static_cast<int>(blockIdx.x) >= group.first_block[i + 1]) ++i;
-  const int local = static_cast<int>(blockIdx.x) - group.first_block[i], strips = group.strips[i];
-  // A body per member, so each reads its parameters at fixed offsets (operands of the instructions that use
-  // them) rather than loading them through an index in the tile loop.
-  switch (i) {
-    case 0:
-      return decode_block<kBits, kMTiles>(group.member[0], local % strips, local / strips);
-    case 1:
-      return decode_block<kBits, kMTiles>(group.member[1], local % strips, local / strips);
-    default:
-      return decode_block<kBits, kMTiles>(group.member[2], local % strips, local / strips);
-  }
+  run_member_block(group, [](const DecodeParams& p, int64_t strip, int split) {
+    decode_block<kBits, kMTiles>(p, strip, split);
+  });
 }
 
 template <int kBits, int kMTiles>
