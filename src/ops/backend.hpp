@@ -32,8 +32,8 @@ struct WeightLaunch {
   int group = 0;
   int64_t out = 0;
   int64_t in = 0;
-  const void* decode_layout =
-      nullptr;  // affine: the backend's own copy for few rows (prepare_weight), or none
+  // affine: the backend's own copy for few rows (Backend::prepare_weight), or none
+  const void* decode_layout = nullptr;
 };
 
 struct EmbedLaunch {
