@@ -134,8 +134,13 @@ Result<std::optional<ops::DeviceTensor>> CudaBackend::prepare_weight(const ops::
   const int64_t bytes = options_.decode_matmul && options_.decode_layout ? decode_layout_bytes(args) : 0;
   if (bytes == 0) return std::optional<ops::DeviceTensor>{};
   if (failed()) return *failure_;
+  // The copy is a speed-up, never a reason to fail a load or to crowd out the caches: none where it would
+  // leave less than a quarter of the device free, or cannot be allocated.
+  const int64_t free_bytes = free_memory_bytes();
+  if (free_bytes >= 0 && free_bytes - bytes < info_.global_bytes / 4)
+    return std::optional<ops::DeviceTensor>{};
   auto copy = allocate(DType::u8, {bytes});
-  if (!copy.ok()) return copy.error();
+  if (!copy.ok()) return std::optional<ops::DeviceTensor>{};
   PLUMB_CUDA_TRY(where, cudaSetDevice(info_.index));
   PLUMB_CUDA_TRY(where, launch_decode_layout(args, copy->view.data, stream_.get()));
   // Kernels read weights before waiting for the kernel ahead of them (dependent_launch.cuh): the copy must be

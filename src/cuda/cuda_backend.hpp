@@ -29,7 +29,8 @@ struct CudaOptions {
   // lane's codes, its columns' scales and biases, and each tile's form, contiguous
   // (k_matmul_decode_lanes.cu), so that a tile costs the decode kernel three copies and its dequantization.
   // The same codes, scales and biases, so the same bits; off keeps one copy of the weights (the decode kernel
-  // then reads the packed rows).
+  // then reads the packed rows). A weight gets no copy where it would leave less than a quarter of the
+  // device's memory free.
   bool decode_layout = true;
 
   // Forwards the model runs under begin_graph/end_graph are recorded as CUDA graphs and replayed unchanged
