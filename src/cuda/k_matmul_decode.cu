@@ -148,6 +148,30 @@ bool aligned(const void* pointer, uintptr_t bytes) {
 
 }  // namespace
 
+DecodeParams weight_params(const WeightArgs& weight, const void* layout) {
+  DecodeParams p{};
+  p.packed = weight.packed;
+  p.scales = weight.scales;
+  p.biases = weight.biases;
+  p.n = weight.out;
+  p.k = weight.in;
+  p.row_words = p.k * weight.bits / 32;
+  p.groups = p.k / weight.group;
+  p.group_shift = weight.group == 32 ? 5 : weight.group == 64 ? 6 : 7;
+  p.k_tiles = (p.k + kTileK - 1) / kTileK;
+  p.full_tiles = p.k / kTileK;
+  if (layout != nullptr) {
+    const LaneLayout shape = lane_layout(p.n, p.k, weight.group);
+    const LanePointers at = shape.pointers(layout);
+    p.lane_codes = at.codes;
+    p.lane_words = at.words;
+    p.tile_forms = at.forms;
+    p.slices = shape.slices;
+    p.lane_halves = shape.halves;
+  }
+  return p;
+}
+
 size_t stage_x_bytes(DecodeGroup& group) {
   size_t bytes = 0;
   for (int i = 0; i < group.members; ++i) {
@@ -177,38 +201,18 @@ namespace {
 
 DecodeParams decode_params(const DecodeMember& member) {
   const MatmulArgs& launch = *member.launch;
-  const WeightArgs& weight = launch.weight;
-  DecodeParams p{};
+  DecodeParams p = weight_params(launch.weight, launch.weight.decode_layout);
   p.x = launch.x;
   p.x_stride = launch.x_stride;
   p.rows = launch.rows;
-  p.packed = weight.packed;
-  p.scales = weight.scales;
-  p.biases = weight.biases;
-  p.n = weight.out;
-  p.k = weight.in;
-  p.row_words = p.k * weight.bits / 32;
-  p.groups = p.k / weight.group;
-  p.group_shift = weight.group == 32 ? 5 : weight.group == 64 ? 6 : 7;
   p.out = launch.out;
   p.out_f32 = launch.out_f32;
   p.out_stride = launch.out_stride;
   p.partial = static_cast<float*>(member.scratch);
   p.counters = member.counters;
-  p.k_tiles = (p.k + kTileK - 1) / kTileK;
-  p.full_tiles = p.k / kTileK;
   p.tiles_per_split = member.tiles_per_split;
   p.splits = member.splits;
   p.x_vector = aligned(launch.x, 16) && launch.x_stride % 8 == 0 && p.k % 8 == 0;
-  if (weight.decode_layout != nullptr) {
-    const LaneLayout layout = lane_layout(p.n, p.k, weight.group);
-    const LanePointers at = layout.pointers(weight.decode_layout);
-    p.lane_codes = at.codes;
-    p.lane_words = at.words;
-    p.tile_forms = at.forms;
-    p.slices = layout.slices;
-    p.lane_halves = layout.halves;
-  }
   return p;
 }
 

@@ -80,6 +80,9 @@ __device__ __forceinline__ void run_member_block(const DecodeGroup& group, const
   }
 }
 
+// A weight's fields of DecodeParams: its arrays and shape, and its decode layout's where `layout` is one.
+DecodeParams weight_params(const WeightArgs& weight, const void* layout);
+
 // The shared memory a launch needs besides the weights' slots (x segments), setting each member's segment.
 size_t stage_x_bytes(DecodeGroup& group);
 

@@ -208,12 +208,7 @@ cudaError_t run_lanes(DecodeGroup& group, cudaStream_t stream) {
 
 // What launch_decode_layout writes from: the weight's arrays and the layout's shape.
 struct LayoutArgs {
-  const uint32_t* packed;
-  const uint16_t* scales;
-  const uint16_t* biases;
-  int64_t n, k, row_words, groups;
-  int group_shift;
-  LaneLayout layout;
+  DecodeParams w;  // the weight's fields (weight_params), with its layout's shape
   uint4* codes;
   uint32_t* words;
   uint32_t* forms;
@@ -223,17 +218,17 @@ struct LayoutArgs {
 __global__ void lane_codes_kernel(LayoutArgs a) {
   wait_for_previous_kernel();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= a.layout.slices * a.layout.tiles * 32) return;
+  if (i >= a.w.slices * a.w.k_tiles * 32) return;
   const int lane = static_cast<int>(i % 32), g = lane / 4, t = lane % 4;
-  const int64_t tile = i / 32 % a.layout.tiles, slice = i / 32 / a.layout.tiles;
+  const int64_t tile = i / 32 % a.w.k_tiles, slice = i / 32 / a.w.k_tiles;
   uint32_t words[4] = {};
   for (int j = 0; j < kDecodeNTiles; ++j) {
-    const int64_t col = min(slice * kDecodeWarpCols + j * 8 + g, a.n - 1);
-    const auto* row = reinterpret_cast<const uint8_t*>(a.packed + col * a.row_words);
+    const int64_t col = min(slice * kDecodeWarpCols + j * 8 + g, a.w.n - 1);
+    const auto* row = reinterpret_cast<const uint8_t*>(a.w.packed + col * a.w.row_words);
     for (int s = 0; s < 4; ++s)
       for (int h = 0; h < 2; ++h) {
         const int64_t k = tile * kTileK + 16 * s + 8 * h + 2 * t;
-        const uint32_t byte = k < a.k ? row[k / 2] : 0u;
+        const uint32_t byte = k < a.w.k ? row[k / 2] : 0u;
         words[2 * j + s / 2] |= byte << (8 * (2 * (s % 2) + h));
       }
   }
@@ -244,17 +239,17 @@ __global__ void lane_codes_kernel(LayoutArgs a) {
 __global__ void lane_words_kernel(LayoutArgs a) {
   wait_for_previous_kernel();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= a.layout.slices * a.layout.tiles) return;
-  const int64_t tile = i % a.layout.tiles, slice = i / a.layout.tiles;
-  const int halves = a.layout.halves;
+  if (i >= a.w.slices * a.w.k_tiles) return;
+  const int64_t tile = i % a.w.k_tiles, slice = i / a.w.k_tiles;
+  const int halves = a.w.lane_halves;
   bool exact = true, subnormal = true;
   for (int g = 0; g < 8; ++g)
     for (int h = 0; h < halves; ++h)
       for (int j = 0; j < kDecodeNTiles; ++j) {
-        const int64_t col = min(slice * kDecodeWarpCols + j * 8 + g, a.n - 1);
+        const int64_t col = min(slice * kDecodeWarpCols + j * 8 + g, a.w.n - 1);
         const int64_t k = tile * kTileK + 32 * h;
-        const int64_t e = col * a.groups + (k >> a.group_shift);
-        const uint32_t word = k < a.k ? a.scales[e] | static_cast<uint32_t>(a.biases[e]) << 16 : 0u;
+        const int64_t e = col * a.w.groups + (k >> a.w.group_shift);
+        const uint32_t word = k < a.w.k ? a.w.scales[e] | static_cast<uint32_t>(a.w.biases[e]) << 16 : 0u;
         a.words[((i * 8 + g) * halves + h) * kDecodeNTiles + j] = word;
         const FormTests tests = form_tests(word);
         exact &= tests.exact;
@@ -286,21 +281,12 @@ cudaError_t launch_decode_layout(const WeightArgs& weight, void* layout, cudaStr
   if (decode_layout_bytes(weight) == 0 || reinterpret_cast<uintptr_t>(layout) % 16 != 0)
     return cudaErrorInvalidValue;
   LayoutArgs a{};
-  a.packed = weight.packed;
-  a.scales = weight.scales;
-  a.biases = weight.biases;
-  a.n = weight.out;
-  a.k = weight.in;
-  a.row_words = weight.in * weight.bits / 32;
-  a.groups = weight.in / weight.group;
-  a.group_shift = weight.group == 32 ? 5 : weight.group == 64 ? 6 : 7;
-  a.layout = lane_layout(weight.out, weight.in, weight.group);
-  const LanePointers at = a.layout.pointers(layout);
-  a.codes = const_cast<uint4*>(at.codes);
-  a.words = const_cast<uint32_t*>(at.words);
-  a.forms = const_cast<uint32_t*>(at.forms);
+  a.w = weight_params(weight, layout);
+  a.codes = static_cast<uint4*>(layout);
+  a.words = const_cast<uint32_t*>(a.w.lane_words);
+  a.forms = const_cast<uint32_t*>(a.w.tile_forms);
   constexpr int kThreads = 256;
-  const int64_t lanes = a.layout.slices * a.layout.tiles * 32, tiles = a.layout.slices * a.layout.tiles;
+  const int64_t lanes = a.w.slices * a.w.k_tiles * 32, tiles = a.w.slices * a.w.k_tiles;
   const auto blocks = [](int64_t threads) {
     return dim3(static_cast<unsigned>((threads + kThreads - 1) / kThreads));
   };
