@@ -172,11 +172,11 @@ DecodeParams weight_params(const WeightArgs& weight, const void* layout) {
   return p;
 }
 
-size_t stage_x_bytes(DecodeGroup& group) {
+size_t stage_x_bytes(DecodeGroup& group, int64_t segment_bytes) {
   size_t bytes = 0;
   for (int i = 0; i < group.members; ++i) {
     DecodeParams& p = group.member[i];
-    const int64_t x_tiles = (kSegmentBytes / std::max<int64_t>(p.rows, 1) - 32) / 128;
+    const int64_t x_tiles = (segment_bytes / std::max<int64_t>(p.rows, 1) - 32) / 128;
     p.segment_tiles = static_cast<int>(std::max<int64_t>(1, std::min(p.tiles_per_split, x_tiles)));
     bytes = std::max(bytes, static_cast<size_t>(p.rows * (p.segment_tiles * 128 + 16) + 16));
   }

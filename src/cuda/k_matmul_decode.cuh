@@ -83,8 +83,9 @@ __device__ __forceinline__ void run_member_block(const DecodeGroup& group, const
 // A weight's fields of DecodeParams: its arrays and shape, and its decode layout's where `layout` is one.
 DecodeParams weight_params(const WeightArgs& weight, const void* layout);
 
-// The shared memory a launch needs besides the weights' slots (x segments), setting each member's segment.
-size_t stage_x_bytes(DecodeGroup& group);
+// The shared memory a launch needs besides the weights' slots (x segments of about segment_bytes), setting
+// each member's segment.
+size_t stage_x_bytes(DecodeGroup& group, int64_t segment_bytes = kSegmentBytes);
 
 template <class Kernel>
 cudaError_t launch_decode_kernel(Kernel kernel, const DecodeGroup& group, size_t shared,

@@ -22,8 +22,16 @@ namespace plumb::cuda::matmul {
 
 namespace {
 
-template <int kHalves>
-constexpr int kLaneSlots = kHalves == 1 ? 8 : 6;  // about 56 KiB of ring a block either way
+// Three blocks an SM for any row count: the largest launches have about 2.7 blocks an SM (the K splits aim
+// at 256 blocks), and two an SM (the registers for 17 to 32 rows, the shared memory of x for 2 to 16) ran
+// them in 1.4 waves. For three blocks' shared memory in an SM, x is staged 16 KiB at a time for up to 16
+// rows, and the ring takes 6 slots (5 with two scale words a tile) for 17 to 32 rows.
+constexpr int kLanesBlocksPerSm = 3;
+
+template <int kMTiles, int kHalves>
+constexpr int kLaneSlots = kMTiles == 1 ? (kHalves == 1 ? 8 : 6) : (kHalves == 1 ? 6 : 5);
+template <int kMTiles>
+constexpr int64_t kLaneSegmentBytes = kMTiles == 1 ? 16 * 1024 : kSegmentBytes;
 
 // A warp's ring slot: each lane's codes, words and form, each lane reading back only what it copied.
 constexpr int kLaneCodesBytes = 32 * 16;
@@ -154,7 +162,7 @@ __device__ __forceinline__ void multiply_lane_tile(const LaneTile<kHalves>& tile
 // ring kernel's loop (decode_block) with each lane copying and reading its own parts of a slot.
 template <int kMTiles, int kHalves>
 __device__ __forceinline__ void lanes_block(const DecodeParams& p, int64_t strip, int split) {
-  constexpr int kSlots = kLaneSlots<kHalves>, kSlot = kLaneSlotBytes<kHalves>;
+  constexpr int kSlots = kLaneSlots<kMTiles, kHalves>, kSlot = kLaneSlotBytes<kHalves>;
   extern __shared__ __align__(16) char shared[];
   const int warp = threadIdx.x / 32;
   const int64_t col0 = strip * kDecodeBlockCols + warp * kDecodeWarpCols;
@@ -193,7 +201,7 @@ __device__ __forceinline__ void lanes_block(const DecodeParams& p, int64_t strip
 }
 
 template <int kMTiles, int kHalves>
-__global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<4, kMTiles>))
+__global__ void __launch_bounds__(kDecodeThreads, kLanesBlocksPerSm)
     lanes_kernel(const __grid_constant__ DecodeGroup group) {
   run_member_block(group, [](const DecodeParams& p, int64_t strip, int split) {
     lanes_block<kMTiles, kHalves>(p, strip, split);
@@ -202,8 +210,14 @@ __global__ void __launch_bounds__(kDecodeThreads, (kBlocksPerSm<4, kMTiles>))
 
 template <int kMTiles, int kHalves>
 cudaError_t run_lanes(DecodeGroup& group, cudaStream_t stream) {
-  const size_t ring = size_t{kDecodeWarps} * kLaneSlots<kHalves> * kLaneSlotBytes<kHalves>;
-  return launch_decode_kernel(lanes_kernel<kMTiles, kHalves>, group, ring + stage_x_bytes(group), stream);
+  const size_t ring = size_t{kDecodeWarps} * kLaneSlots<kMTiles, kHalves> * kLaneSlotBytes<kHalves>;
+  const size_t shared = ring + stage_x_bytes(group, kLaneSegmentBytes<kMTiles>);
+  // The most shared memory an SM can have, so that three blocks fit.
+  const cudaError_t code =
+      cudaFuncSetAttribute(lanes_kernel<kMTiles, kHalves>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                           cudaSharedmemCarveoutMaxShared);
+  if (code != cudaSuccess) return code;
+  return launch_decode_kernel(lanes_kernel<kMTiles, kHalves>, group, shared, stream);
 }
 
 // What launch_decode_layout writes from: the weight's arrays and the layout's shape.
