@@ -117,15 +117,17 @@ __device__ inline HeadChunk head_chunk(const Params& params, int index, int per_
 }
 
 // The partition's p_j = bf16(exp(s_j - m) / l) for the chunk's heads as bf16 rows of kWeightStride, from the
-// scores score(h, jj) of the chunk's head h and the partition's key jj; zeros for keys a head does not see
-// and for rows past its heads (kScoreSlots rows).
-template <class Score>
-__device__ __forceinline__ void stage_weights(const Score& score, const Window& w, int count,
-                                              const float* top, const float* total, uint16_t* weights) {
+// stored scores; zeros for keys a head does not see and for rows past its heads (kScoreSlots rows).
+template <int H>
+__device__ __forceinline__ void stage_weights(const Params& params, int64_t head0, int64_t jrel,
+                                              const Window& w, int count, const float* top,
+                                              const float* total, uint16_t* weights) {
   for (int i = static_cast<int>(threadIdx.x); i < kScoreSlots * kPart; i += kThreads) {
     const int h = i / kPart, jj = i % kPart;
     uint16_t bits = 0;
-    if (h < count && w.visible(w.base + jj)) bits = bf16_bits(expf(score(h, jj) - top[h]) / total[h]);
+    if (h < count && w.visible(w.base + jj))
+      bits =
+          bf16_bits(expf(params.scores[((head0 + h) * params.span + jrel) * kPart + jj] - top[h]) / total[h]);
     weights[h * kWeightStride + jj] = bits;
   }
 }
@@ -318,13 +320,6 @@ __device__ float ordered_sum(const Term& term, int n) {
   return total;
 }
 
-// m and l of one (row, head) from its partitions' (max, sum exp) stats[0 .. parts - 1], merged in partition
-// order; a warp's call.
-__device__ __forceinline__ float2 normalizer(const float2* stats, int parts) {
-  const float m = ordered_max([&](int k) { return stats[k].x; }, parts);
-  return make_float2(m, ordered_sum([&](int k) { return stats[k].y * expf(stats[k].x - m); }, parts));
-}
-
 // Score rows in shared memory: a partition's kPart scores and one more float, so that a thread a row reads
 // its row's entries from distinct banks.
 constexpr int kScoreStride = kPart + 1;
@@ -363,10 +358,5 @@ __device__ void partition_stats(float (&rows)[kRows][kScoreStride], int count, c
 bool tiles_fit(const Params& params, size_t shared_optin);
 cudaError_t launch_score_tiles(const Params& params, cudaStream_t stream);
 cudaError_t launch_value_tiles(const Params& params, cudaStream_t stream);
-
-// k_attention_whole.cu: whole rows (params.whole) in one launch of blocks of `heads` query heads (16, 4 or
-// 1), with the same bits as score_kernel and values_kernel; the dynamic shared memory its blocks take.
-size_t whole_rows_shared_bytes(int heads, int span);
-cudaError_t launch_whole_rows(Params params, int heads, cudaStream_t stream);
 
 }  // namespace plumb::cuda::attention

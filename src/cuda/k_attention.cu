@@ -72,9 +72,11 @@ __global__ void __launch_bounds__(kThreads) score_kernel(Params params) {
     params.stats[(head0 + threadIdx.x) * params.span + jrel] = stats[threadIdx.x];
 }
 
-// m and l of one (row, head) from the stats in scratch; a warp's call.
+// m and l of one (row, head): its partitions' (max, sum exp) merged in partition order; a warp's call.
 __device__ float2 normalizer(const Params& params, int64_t row_head, int parts) {
-  return attention::normalizer(params.stats + row_head * params.span, parts);
+  const float2* stats = params.stats + row_head * params.span;
+  const float m = ordered_max([&](int k) { return stats[k].x; }, parts);
+  return make_float2(m, ordered_sum([&](int k) { return stats[k].y * expf(stats[k].x - m); }, parts));
 }
 
 // Split rows' m and l, made once per (row, head) for all their values blocks: a warp per head.
@@ -131,9 +133,7 @@ __global__ void __launch_bounds__(kThreads, 4) values_kernel(Params params) {
   for (int64_t jrel = begin; jrel < end; ++jrel) {
     __syncthreads();  // m and l are in; the last partition's weights and values are used
     const Window w = window_of(row, jrel);
-    const float* scores = params.scores + (head0 * params.span + jrel) * kPart;
-    stage_weights([&](int h, int jj) { return scores[h * params.span * kPart + jj]; }, w, chunk.count, top,
-                  total, weights);
+    stage_weights<H>(params, head0, jrel, w, chunk.count, top, total, weights);
     stage_values<kVector>(params, row, chunk.kv_head, w, column0, values);
     __syncthreads();
     float acc[4][4];
@@ -277,23 +277,10 @@ cudaError_t launch_values(Params params, const DeviceLimits& limits, cudaStream_
   return cudaGetLastError();
 }
 
-// PLUMB_CUDA_WHOLE_ROWS=0 gives whole rows score_kernel and values_kernel instead of whole_row_kernel (for
-// A/B in one build).
-bool whole_rows_switch_on() {
-  static const bool on = env_switch_on("PLUMB_CUDA_WHOLE_ROWS");
-  return on;
-}
-
 cudaError_t run_chunk(Params params, const DeviceLimits& limits, cudaStream_t stream) {
   const auto rows = static_cast<unsigned>(params.rows);
   const bool tiled = params.group <= kTileMaxGroup && params.rows >= kTileMinRows * params.segment_count &&
                      tiles_fit(params, limits.shared_optin);
-  if (!tiled && params.whole && whole_rows_switch_on()) {
-    const int heads = heads_per_block(params.group, int64_t{params.kv_heads} * params.column_chunks * rows,
-                                      limits.blocks_wanted, 16);
-    if (whole_rows_shared_bytes(heads, params.span) <= limits.shared_optin)
-      return launch_whole_rows(params, heads, stream);
-  }
   if (tiled) plan_tiles(params);
   cudaError_t code = tiled ? launch_score_tiles(params, stream) : launch_scores(params, limits, stream);
   if (code != cudaSuccess) return code;
