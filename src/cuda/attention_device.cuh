@@ -117,49 +117,65 @@ __device__ inline HeadChunk head_chunk(const Params& params, int index, int per_
 }
 
 // The partition's p_j = bf16(exp(s_j - m) / l) for the chunk's heads as bf16 rows of kWeightStride, from the
-// stored scores; zeros for keys a head does not see and for rows past its heads (kScoreSlots rows).
-template <int H>
-__device__ __forceinline__ void stage_weights(const Params& params, int64_t head0, int64_t jrel,
-                                              const Window& w, int count, const float* top,
-                                              const float* total, uint16_t* weights) {
+// scores staged as [kScoreSlots][kPart] (copy_scores); zeros for keys a head does not see and for rows past
+// its heads (kScoreSlots rows).
+__device__ __forceinline__ void stage_weights(const float* scores, const Window& w, int count,
+                                              const float* top, const float* total, uint16_t* weights) {
   for (int i = static_cast<int>(threadIdx.x); i < kScoreSlots * kPart; i += kThreads) {
     const int h = i / kPart, jj = i % kPart;
     uint16_t bits = 0;
-    if (h < count && w.visible(w.base + jj))
-      bits =
-          bf16_bits(expf(params.scores[((head0 + h) * params.span + jrel) * kPart + jj] - top[h]) / total[h]);
+    if (h < count && w.visible(w.base + jj)) bits = bf16_bits(expf(scores[i] - top[h]) / total[h]);
     weights[h * kWeightStride + jj] = bits;
   }
 }
 
-// The partition's value rows, columns column0 .. column0 + kColumns - 1, into rows of kValueStride: zeros for
-// keys the row does not see and past head_dim, so that their zero weights multiply zeros.
-template <bool kVector>
-__device__ __forceinline__ void stage_values(const Params& params, const RowKeys& row, int kv_head,
-                                             const Window& w, int column0, uint16_t* values) {
-  const int dim = params.head_dim;
-  // Key jj's cache slot, (base + jj) % capacity, with one division for the partition instead of one a key.
+// Copies (cp.async) the partition's stored scores of the chunk's first H heads into [kScoreSlots][kPart]:
+// only the entries stage_weights reads.
+template <int H>
+__device__ __forceinline__ void copy_scores(const Params& params, int64_t head0, int64_t jrel,
+                                            const Window& w, int count, float* staged) {
+  for (int i = static_cast<int>(threadIdx.x); i < H * kPart; i += kThreads) {
+    const int h = i / kPart, jj = i % kPart;
+    const bool seen = h < count && w.visible(w.base + jj);
+    copy4(staged + i, params.scores + (seen ? ((head0 + h) * params.span + jrel) * kPart + jj : 0), seen);
+  }
+}
+
+// Key jj's value row of the partition from column column0: its cache slot (base + jj) % capacity, with one
+// division for the partition instead of one a key.
+__device__ __forceinline__ auto value_rows(const Params& params, const RowKeys& row, int kv_head,
+                                           const Window& w, int column0) {
   const int64_t capacity = row.segment.capacity, first_slot = w.base % capacity;
-  const auto value_row = [&](int jj) {
+  return [=, &params, &row](int jj) {
     int64_t slot = first_slot + jj;  // below 2 * capacity when the cache holds a partition
     slot = capacity < kPart ? (w.base + jj) % capacity : slot < capacity ? slot : slot - capacity;
-    return row.segment.values + (slot * params.kv_heads + kv_head) * static_cast<int64_t>(dim) + column0;
+    return row.segment.values + (slot * params.kv_heads + kv_head) * static_cast<int64_t>(params.head_dim) +
+           column0;
   };
-  if constexpr (kVector) {
-    constexpr int kPieces = kColumns / 8;
-    for (int i = static_cast<int>(threadIdx.x); i < kPart * kPieces; i += kThreads) {
-      const int jj = i / kPieces, c = i % kPieces * 8;
-      uint4 eight = make_uint4(0u, 0u, 0u, 0u);
-      if (w.visible(w.base + jj) && column0 + c < dim)
-        eight = *reinterpret_cast<const uint4*>(value_row(jj) + c);
-      *reinterpret_cast<uint4*>(values + jj * kValueStride + c) = eight;
-    }
-  } else {
-    const int c = static_cast<int>(threadIdx.x);  // kColumns == kThreads
+}
+
+// The partition's value rows, columns column0 .. column0 + kColumns - 1, into rows of kValueStride, an
+// element a thread (rows of any alignment): zeros for keys the row does not see and past head_dim, so that
+// their zero weights multiply zeros.
+__device__ __forceinline__ void stage_values(const Params& params, const RowKeys& row, int kv_head,
+                                             const Window& w, int column0, uint16_t* values) {
+  const auto value_row = value_rows(params, row, kv_head, w, column0);
+  const int c = static_cast<int>(threadIdx.x);  // kColumns == kThreads
 #pragma unroll 8
-    for (int jj = 0; jj < kPart; ++jj)
-      values[jj * kValueStride + c] =
-          w.visible(w.base + jj) && column0 + c < dim ? value_row(jj)[c] : uint16_t{0};
+  for (int jj = 0; jj < kPart; ++jj)
+    values[jj * kValueStride + c] =
+        w.visible(w.base + jj) && column0 + c < params.head_dim ? value_row(jj)[c] : uint16_t{0};
+}
+
+// The same rows and zeros for 16-byte aligned rows with head_dim % 8 == 0, as cp.async copies.
+__device__ __forceinline__ void copy_values(const Params& params, const RowKeys& row, int kv_head,
+                                            const Window& w, int column0, uint16_t* values) {
+  const auto value_row = value_rows(params, row, kv_head, w, column0);
+  constexpr int kPieces = kColumns / 8;
+  for (int i = static_cast<int>(threadIdx.x); i < kPart * kPieces; i += kThreads) {
+    const int jj = i / kPieces, c = i % kPieces * 8;
+    const bool seen = w.visible(w.base + jj) && column0 + c < params.head_dim;
+    copy16(values + jj * kValueStride + c, seen ? value_row(jj) + c : row.segment.values, seen);
   }
 }
 

@@ -111,13 +111,17 @@ __device__ void normalizers(const Params& params, const RowKeys& row, int64_t he
 
 // One block per (partition or whole row, kv head, chunk of its heads and strip of columns, row): each
 // partition's weights and values staged as bf16, a warp's tensor-core sums for 32 columns (partition_values,
-// as the tiled kernel makes them), partitions added in order (whole rows) or written as partials.
+// as the tiled kernel makes them), partitions added in order (whole rows) or written as partials. A
+// partition's scores (and values, for vector rows) are copied one partition ahead, so a whole row waits on
+// memory about once rather than once a partition.
 template <int H, bool kVector>
 __global__ void __launch_bounds__(kThreads, 4) values_kernel(Params params) {
   static_assert(H <= kScoreSlots, "a block's heads are rows of one mma tile");
+  constexpr int kValueBuffers = kVector ? 2 : 1;
   wait_for_previous_kernel();
   __shared__ __align__(16) uint16_t weights[kScoreSlots * kWeightStride];
-  __shared__ __align__(16) uint16_t values[kPart * kValueStride];
+  __shared__ __align__(16) uint16_t values[kValueBuffers][kPart * kValueStride];
+  __shared__ __align__(16) float scores[2][kScoreSlots * kPart];
   __shared__ float top[H], total[H];
   const int64_t r = blockIdx.z;
   const RowKeys row = row_keys(params, r);
@@ -128,16 +132,30 @@ __global__ void __launch_bounds__(kThreads, 4) values_kernel(Params params) {
   const int dim = params.head_dim, warp = static_cast<int>(threadIdx.x) / 32,
             lane = static_cast<int>(threadIdx.x) % 32;
   const int64_t head0 = r * params.heads + chunk.first;
+  const auto copy_partition = [&](int64_t jrel) {  // one cp.async group a partition, empty past the end
+    if (jrel < end) {
+      const Window w = window_of(row, jrel);
+      copy_scores<H>(params, head0, jrel, w, chunk.count, scores[(jrel - begin) % 2]);
+      if constexpr (kVector)
+        copy_values(params, row, chunk.kv_head, w, column0, values[(jrel - begin) % kValueBuffers]);
+    }
+    copy_commit();
+  };
+  copy_partition(begin);
   normalizers(params, row, head0, chunk.count, top, total);
   float out[4][4] = {};  // whole rows: the partitions' sums added in order
   for (int64_t jrel = begin; jrel < end; ++jrel) {
-    __syncthreads();  // m and l are in; the last partition's weights and values are used
+    __syncthreads();  // m and l are in; the last partition's weights and buffers are used
+    copy_partition(jrel + 1);
     const Window w = window_of(row, jrel);
-    stage_weights<H>(params, head0, jrel, w, chunk.count, top, total, weights);
-    stage_values<kVector>(params, row, chunk.kv_head, w, column0, values);
+    uint16_t* staged = values[(jrel - begin) % kValueBuffers];
+    if constexpr (!kVector) stage_values(params, row, chunk.kv_head, w, column0, staged);
+    copy_wait<1>();  // this partition's group is in
+    __syncthreads();
+    stage_weights(scores[(jrel - begin) % 2], w, chunk.count, top, total, weights);
     __syncthreads();
     float acc[4][4];
-    partition_values(weights, values, warp * 32, acc);
+    partition_values(weights, staged, warp * 32, acc);
     each_fragment_element<1, 4>([&](int, int nt, int e) {
       const int h = fragment_row(lane, e), c = warp * 32 + nt * 8 + fragment_col(lane, e);
       if (h >= chunk.count || column0 + c >= dim) return;
