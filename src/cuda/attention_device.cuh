@@ -218,26 +218,18 @@ __host__ __device__ constexpr int dot_stride(int dim) {
   return dot_width(dim) + 8;
 }
 
-// `count` rows of dim bf16 into shared rows of dot_stride(dim), zeros from dim to dot_width(dim); row_of(i)
-// gives row i's source or nullptr for a row of zeros. kVector: dim % 8 == 0 and 16-byte aligned rows.
-template <bool kVector, class RowOf>
-__device__ void stage_dot_rows(uint16_t* shared, int count, int dim, const RowOf& row_of) {
-  const int width = dot_width(dim), stride = dot_stride(dim);
-  if constexpr (kVector) {
-    const int pieces = width / 8;
-    for (int i = static_cast<int>(threadIdx.x); i < count * pieces; i += kThreads) {
-      const int r = i / pieces, c = i % pieces * 8;
-      const uint16_t* source = row_of(r);
-      uint4 eight = make_uint4(0u, 0u, 0u, 0u);
-      if (source != nullptr && c < dim) eight = *reinterpret_cast<const uint4*>(source + c);
-      *reinterpret_cast<uint4*>(shared + r * stride + c) = eight;
-    }
-  } else {
-    for (int i = static_cast<int>(threadIdx.x); i < count * width; i += kThreads) {
-      const int r = i / width, c = i % width;
-      const uint16_t* source = row_of(r);
-      shared[r * stride + c] = source != nullptr && c < dim ? source[c] : uint16_t{0};
-    }
+// `count` rows of dim bf16 copied (cp.async, not committed) into shared rows of dot_stride(dim), zeros from
+// dim to dot_width(dim); row_of(i) gives row i's source or nullptr for a row of zeros. dim % 8 == 0 and
+// 16-byte aligned rows; `anywhere` is a readable address for the copies that read nothing.
+template <class RowOf>
+__device__ void copy_dot_rows(uint16_t* shared, int count, int dim, const uint16_t* anywhere,
+                              const RowOf& row_of) {
+  const int pieces = dot_width(dim) / 8, stride = dot_stride(dim);
+  for (int i = static_cast<int>(threadIdx.x); i < count * pieces; i += kThreads) {
+    const int r = i / pieces, c = i % pieces * 8;
+    const uint16_t* source = row_of(r);
+    const bool present = source != nullptr && c < dim;
+    copy16(shared + r * stride + c, present ? source + c : anywhere, present);
   }
 }
 

@@ -98,36 +98,52 @@ __device__ Slot slot_at(const Params& params, const TileRows& tile, const HeadCh
 }
 
 // The tile's rows of the partition's key or value cache, columns column0 .. column0 + width - 1 (8-aligned),
-// into rows of `stride` bf16, zeros for positions outside the rows' span (the lowest first key to the highest
-// position) and past head_dim. True in the thread that staged a value that is not finite.
-__device__ bool stage_cache(const Params& params, const TileRows& tile, const uint16_t* cache, int64_t part,
-                            int column0, int width, int stride, int kv_head, uint16_t* staged) {
+// copied (cp.async, one group) into rows of `stride` bf16, zeros for positions outside the rows' span (the
+// lowest first key to the highest position) and past head_dim.
+__device__ void copy_cache(const Params& params, const TileRows& tile, const uint16_t* cache, int64_t part,
+                           int column0, int width, int stride, int kv_head, uint16_t* staged) {
   const int pieces = width / 8;
   const int64_t lo = max(part * kPart, tile.key_lo), hi = min(part * kPart + kPart - 1, tile.key_hi);
   // The partition's slots: (base + jj) % capacity, one division for the partition instead of one a copy.
   const int64_t capacity = tile.segment.capacity, base = part * kPart % capacity;
-  uint32_t exponents = 0;  // the OR of each staged pair's exponent bits where both are all ones
   for (int i = static_cast<int>(threadIdx.x); i < kPart * pieces; i += kThreads) {
     const int jj = i / pieces, c = i % pieces * 8;
     const int64_t position = part * kPart + jj;
-    uint4 eight = make_uint4(0u, 0u, 0u, 0u);
-    if (position >= lo && position <= hi && column0 + c < params.head_dim) {
-      int64_t slot = base + jj;  // below 2 * capacity when the cache holds a partition
-      slot = capacity < kPart ? position % capacity : slot < capacity ? slot : slot - capacity;
-      const uint16_t* row =
-          cache + (slot * params.kv_heads + kv_head) * static_cast<int64_t>(params.head_dim);
-      eight = *reinterpret_cast<const uint4*>(row + column0 + c);
-    }
-    *reinterpret_cast<uint4*>(staged + jj * stride + c) = eight;
+    const bool present = position >= lo && position <= hi && column0 + c < params.head_dim;
+    int64_t slot = base + jj;  // below 2 * capacity when the cache holds a partition
+    slot = capacity < kPart ? position % capacity : slot < capacity ? slot : slot - capacity;
+    const uint16_t* row = cache + (slot * params.kv_heads + kv_head) * static_cast<int64_t>(params.head_dim);
+    copy16(staged + jj * stride + c, present ? row + column0 + c : cache, present);
+  }
+  copy_commit();
+}
+
+// Once copy_cache's group is in: true in a thread that copied a value that is not finite (each thread reads
+// back only the pieces it copied, which need no barrier).
+__device__ bool copied_non_finite(const uint16_t* staged, int width, int stride) {
+  const int pieces = width / 8;
+  uint32_t exponents = 0;  // the OR of each staged pair's exponent bits where both are all ones
+  for (int i = static_cast<int>(threadIdx.x); i < kPart * pieces; i += kThreads) {
+    const uint4 eight = *reinterpret_cast<const uint4*>(staged + i / pieces * stride + i % pieces * 8);
     for (const uint32_t pair : {eight.x, eight.y, eight.z, eight.w})
       exponents |= ((pair & 0x7f80u) == 0x7f80u) | ((pair & 0x7f800000u) == 0x7f800000u);
   }
   return exponents != 0;
 }
 
+// The block's slots of partition `part` (slot_at), a thread a slot; with their m and l where `norms`.
+__device__ void place_slots(const Params& params, const TileRows& tile, const HeadChunk& chunk, int64_t part,
+                            Slot* slots, float2* norms) {
+  if (threadIdx.x >= kSlots) return;
+  const Slot s = slot_at(params, tile, chunk, static_cast<int>(threadIdx.x), part);
+  slots[threadIdx.x] = s;
+  if (norms != nullptr && s.valid) norms[threadIdx.x] = params.norms[s.row_head];
+}
+
 // One block per (partition of the walk, kv head and chunk of its heads, tile): the slots' query rows staged
 // once, each partition's keys staged, a warp's tensor-core dots per 16 keys for all slots, then the slots'
-// (max, sum exp) (partition_stats).
+// (max, sum exp) (partition_stats). The first partition's keys are copied with the queries, one wait for
+// both.
 __global__ void __launch_bounds__(kThreads) score_tile_kernel(Params params) {
   static_assert(kSlots == kWarps * kScoreSlots, "each warp's query vectors are the rows of one mma tile");
   wait_for_previous_kernel();
@@ -138,53 +154,53 @@ __global__ void __launch_bounds__(kThreads) score_tile_kernel(Params params) {
   __shared__ float scores[kSlots][kScoreStride];
   __shared__ int lo[kSlots], hi[kSlots];
   __shared__ float2 stats[kSlots];
+  __shared__ Slot slots[kSlots];
   __shared__ TileRows tile;
-  static_assert(
-      sizeof(scores) + sizeof(lo) + sizeof(hi) + sizeof(stats) + sizeof(TileRows) <= kStaticTileBytes,
-      "kStaticTileBytes covers a score tile's static shared memory");
-  if (!load_tile(params, tile)) return;
+  static_assert(sizeof(scores) + sizeof(lo) + sizeof(hi) + sizeof(stats) + sizeof(slots) + sizeof(TileRows) <=
+                    kStaticTileBytes,
+                "kStaticTileBytes covers a score tile's static shared memory");
+  // A block past its tile's walk returns before copying anything (no copy may outlive its block).
+  if (!load_tile(params, tile) || tile.part_lo + blockIdx.x > tile.part_hi) return;
   const HeadChunk chunk = head_chunk(params, blockIdx.y, params.tile_heads);
-  const int slots = tile.rows * params.tile_heads;
-  stage_dot_rows<true>(queries, kSlots, dim, [&](int slot) -> const uint16_t* {
+  const int slot_count = tile.rows * params.tile_heads;
+  copy_dot_rows(queries, kSlots, dim, params.q, [&](int slot) -> const uint16_t* {
     const int t = slot / params.tile_heads, h = slot % params.tile_heads;
-    if (slot >= slots || h >= chunk.count) return nullptr;
+    if (slot >= slot_count || h >= chunk.count) return nullptr;
     return params.q + (tile.first_row + t) * params.q_stride + static_cast<int64_t>(chunk.first + h) * dim;
   });
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   for (int64_t part = tile.part_lo + blockIdx.x; part <= tile.part_hi; part += gridDim.x) {
-    __syncthreads();  // the queries are in; the last partition's keys and scores are used
-    stage_cache(params, tile, tile.segment.keys, part, 0, dim, stride, chunk.kv_head,
-                keys);  // any key values
+    __syncthreads();  // the last partition's keys, scores and slots are used
+    copy_cache(params, tile, tile.segment.keys, part, 0, dim, stride, chunk.kv_head, keys);  // any key values
+    place_slots(params, tile, chunk, part, slots, nullptr);
+    if (threadIdx.x < kSlots) {
+      const Slot& s = slots[threadIdx.x];
+      lo[threadIdx.x] = s.valid ? s.lo : 1;  // 1..0: no entries
+      hi[threadIdx.x] = s.valid ? s.hi : 0;
+    }
+    copy_wait<0>();
     __syncthreads();
     // The warp's kScoreSlots query vectors against all the partition's keys.
     float dots[2 * kPart / 16][4];
     partition_dots<kPart / 16>(queries + warp * kScoreSlots * stride, keys, dim, 0, dots);
     each_fragment_element<1, 2 * kPart / 16>([&](int, int nt, int e) {
       const int slot = warp * kScoreSlots + fragment_row(lane, e), jj = nt * 8 + fragment_col(lane, e);
-      const Slot s = slot_at(params, tile, chunk, slot, part);
+      const Slot& s = slots[slot];
       if (!s.valid || jj < s.lo || jj > s.hi) return;
       const float value = params.scale * dots[nt][e];
       scores[slot][jj] = value;
       params.scores[(s.row_head * params.span + s.jrel) * kPart + jj] = value;
     });
-    if (threadIdx.x < kSlots) {
-      const Slot s = slot_at(params, tile, chunk, static_cast<int>(threadIdx.x), part);
-      lo[threadIdx.x] = s.valid ? s.lo : 1;  // 1..0: no entries
-      hi[threadIdx.x] = s.valid ? s.hi : 0;
-    }
-    partition_stats<kSlots>(scores, slots, lo, hi, stats);
-    if (threadIdx.x < slots) {
-      const Slot s = slot_at(params, tile, chunk, static_cast<int>(threadIdx.x), part);
-      if (s.valid) params.stats[s.row_head * params.span + s.jrel] = stats[threadIdx.x];
-    }
+    partition_stats<kSlots>(scores, slot_count, lo, hi, stats);
+    if (threadIdx.x < slot_count && slots[threadIdx.x].valid)
+      params.stats[slots[threadIdx.x].row_head * params.span + slots[threadIdx.x].jrel] = stats[threadIdx.x];
   }
 }
 
 // The warp's kScoreSlots slots' partial sums of the partition over the block's columns, 32 at a time (only
 // slot `only`, or all with -1): partition_values of the staged weights and values.
-__device__ void write_partials(const Params& params, const TileRows& tile, const HeadChunk& chunk,
-                               int64_t part, const uint16_t* weights, const uint16_t* values, int column0,
-                               int only) {
+__device__ void write_partials(const Params& params, const Slot* slots, const uint16_t* weights,
+                               const uint16_t* values, int column0, int only) {
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   if (only >= 0 && warp != only / kScoreSlots) return;  // another warp's slot
   for (int col0 = 0; col0 < kColumns; col0 += 32) {
@@ -194,49 +210,57 @@ __device__ void write_partials(const Params& params, const TileRows& tile, const
       const int k = warp * kScoreSlots + fragment_row(lane, e);
       const int d = column0 + col0 + nt * 8 + fragment_col(lane, e);
       if ((only >= 0 && k != only) || d >= params.head_dim) return;
-      const Slot s = slot_at(params, tile, chunk, k, part);
+      const Slot& s = slots[k];
       if (s.valid) params.partial[(s.row_head * params.span + s.jrel) * params.head_dim + d] = acc[nt][e];
     });
   }
 }
 
 // Split rows' partial sums: one block per (partition of the walk, kv head, chunk of heads and strip of
-// columns, tile); the slots' weights and the partition's values staged as bf16, then tensor-core sums.
+// columns, tile); the slots' weights and the partition's values staged as bf16, then tensor-core sums. The
+// values are copied while the weights are made.
 __global__ void __launch_bounds__(kThreads, 4) values_tile_kernel(Params params) {
   wait_for_previous_kernel();
   __shared__ __align__(16) uint16_t weights[kSlots * kWeightStride];
   __shared__ __align__(16) uint16_t values[kPart * kValueStride];
   __shared__ __align__(16) uint16_t masked[kPart * kValueStride];
+  __shared__ Slot slots[kSlots];
+  __shared__ float2 norms[kSlots];
   __shared__ TileRows tile;
-  static_assert(sizeof(weights) + sizeof(values) + sizeof(masked) + sizeof(TileRows) <= 48 << 10,
-                "a values tile's static shared memory is within the 48 KiB a block has without opting in");
+  static_assert(
+      sizeof(weights) + sizeof(values) + sizeof(masked) + sizeof(slots) + sizeof(norms) + sizeof(TileRows) <=
+          48 << 10,
+      "a values tile's static shared memory is within the 48 KiB a block has without opting in");
   if (!load_tile(params, tile)) return;
   const HeadChunk chunk =
       head_chunk(params, static_cast<int>(blockIdx.y) / params.column_chunks, params.tile_heads);
   const int column0 = static_cast<int>(blockIdx.y) % params.column_chunks * kColumns;
   for (int64_t part = tile.part_lo + blockIdx.x; part <= tile.part_hi; part += gridDim.x) {
-    __syncthreads();  // the last partition's weights and values are used
-    for (int i = static_cast<int>(threadIdx.x); i < kSlots * kPart; i += kThreads) {
-      const int k = i / kPart, jj = i % kPart;
-      const Slot s = slot_at(params, tile, chunk, k, part);
+    __syncthreads();  // the last partition's weights, values and slots are used
+    copy_cache(params, tile, tile.segment.values, part, column0, kColumns, kValueStride, chunk.kv_head,
+               values);
+    place_slots(params, tile, chunk, part, slots, norms);
+    __syncthreads();
+    constexpr int kPerThread = kSlots * kPart / kThreads;
+#pragma unroll 8
+    for (int n = 0; n < kPerThread; ++n) {
+      const int i = n * kThreads + static_cast<int>(threadIdx.x), k = i / kPart, jj = i % kPart;
+      const Slot& s = slots[k];
       uint16_t bits = 0;
-      if (s.valid && jj >= s.lo && jj <= s.hi) {
-        const float2 norm = params.norms[s.row_head];
-        bits = bf16_bits(expf(params.scores[(s.row_head * params.span + s.jrel) * kPart + jj] - norm.x) /
-                         norm.y);
-      }
+      if (s.valid && jj >= s.lo && jj <= s.hi)
+        bits = bf16_bits(expf(params.scores[(s.row_head * params.span + s.jrel) * kPart + jj] - norms[k].x) /
+                         norms[k].y);
       weights[k * kWeightStride + jj] = bits;
     }
-    const bool non_finite = stage_cache(params, tile, tile.segment.values, part, column0, kColumns,
-                                        kValueStride, chunk.kv_head, values);
-    if (__syncthreads_or(non_finite) == 0) {
-      write_partials(params, tile, chunk, part, weights, values, column0, -1);
+    copy_wait<0>();
+    if (__syncthreads_or(copied_non_finite(values, kColumns, kValueStride)) == 0) {
+      write_partials(params, slots, weights, values, column0, -1);
       continue;
     }
     // A staged value is not finite: a slot that does not see its key would take 0 x inf where the decode
     // kernel stages a zero, so each slot multiplies its own copy with the keys it does not see zeroed.
     for (int k = 0; k < kSlots; ++k) {
-      const Slot s = slot_at(params, tile, chunk, k, part);
+      const Slot& s = slots[k];
       if (!s.valid) continue;  // the same for the whole block
       __syncthreads();         // the last slot's copy is used
       constexpr int kRowPieces = kValueStride / 8;
@@ -246,7 +270,7 @@ __global__ void __launch_bounds__(kThreads, 4) values_tile_kernel(Params params)
             jj >= s.lo && jj <= s.hi ? reinterpret_cast<const uint4*>(values)[i] : make_uint4(0u, 0u, 0u, 0u);
       }
       __syncthreads();
-      write_partials(params, tile, chunk, part, weights, masked, column0, k);
+      write_partials(params, slots, weights, masked, column0, k);
     }
   }
 }
