@@ -168,31 +168,13 @@ struct GroupParams {
   int members;
 };
 
-// The member whose range [first[i], first[i + 1]) holds block `index`.
-__device__ __forceinline__ int group_member(const int64_t (&first)[kMatmulGroupMembers + 1], int members,
-                                            int64_t index) {
-  int i = 0;
-  while (i + 1 < members && index >= first[i + 1]) ++i;
-  return i;
-}
-
 template <int kRowsTile>
 __global__ void __launch_bounds__(kThreads) matmul_group_kernel(const __grid_constant__ GroupParams group) {
-  const int i = group_member(group.first_block, group.members, blockIdx.x);
-  const auto run = [&](const Params& p) {
+  run_group_member(group, [](const Params& p, int64_t local, int) {
     const int64_t n_tiles = (p.n + kTileN - 1) / kTileN, m_tiles = (p.rows + kRowsTile - 1) / kRowsTile;
-    const int64_t local = blockIdx.x - group.first_block[i], per_split = n_tiles * m_tiles;
+    const int64_t per_split = n_tiles * m_tiles;
     matmul_block<kRowsTile, 0>(p, place_tile(local % per_split, n_tiles, m_tiles), local / per_split);
-  };
-  // A body per member, so each reads its parameters at fixed offsets rather than through an index.
-  switch (i) {
-    case 0:
-      return run(group.member[0]);
-    case 1:
-      return run(group.member[1]);
-    default:
-      return run(group.member[2]);
-  }
+  });
 }
 
 // t = partial[0]; t += partial[s] for s = 1.. in order; the same additions a single block makes.
@@ -214,7 +196,7 @@ __global__ void reduce_kernel(Params p) {
 
 __global__ void reduce_group_kernel(const __grid_constant__ GroupParams group) {
   wait_for_previous_kernel();
-  const int i = group_member(group.first_reduce, group.members, blockIdx.x);
+  const int i = group_member(group.first_reduce, group.members, static_cast<int64_t>(blockIdx.x));
   const int64_t local = blockIdx.x - group.first_reduce[i];
   reduce_column(group.member[i], local * kThreads + threadIdx.x, blockIdx.y);
 }

@@ -62,22 +62,13 @@ struct DecodeGroup {
 // k_matmul_decode_lanes.cu: a group whose members all have the decode layout (4-bit codes).
 cudaError_t run_decode_lanes(DecodeGroup& group, cudaStream_t stream);
 
-// Runs block(p, strip, split) for the member that owns this block. A body per member, so each reads its
-// parameters at fixed offsets (operands of the instructions that use them) rather than loading them through
-// an index in the tile loop.
+// Runs block(p, strip, split) for the member that owns this block (run_group_member: a body per member).
 template <class Block>
 __device__ __forceinline__ void run_member_block(const DecodeGroup& group, const Block& block) {
-  int i = 0;
-  while (i + 1 < group.members && static_cast<int>(blockIdx.x) >= group.first_block[i + 1]) ++i;
-  const int local = static_cast<int>(blockIdx.x) - group.first_block[i], strips = group.strips[i];
-  switch (i) {
-    case 0:
-      return block(group.member[0], local % strips, local / strips);
-    case 1:
-      return block(group.member[1], local % strips, local / strips);
-    default:
-      return block(group.member[2], local % strips, local / strips);
-  }
+  run_group_member(group, [&](const DecodeParams& p, int local, int i) {
+    const int strips = group.strips[i];
+    block(p, local % strips, local / strips);
+  });
 }
 
 // A weight's fields of DecodeParams: its arrays and shape, and its decode layout's where `layout` is one.

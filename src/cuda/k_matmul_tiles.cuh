@@ -393,6 +393,34 @@ __device__ __forceinline__ TilePlace place_block() {
   return place_tile(static_cast<int64_t>(blockIdx.y) * gridDim.x + blockIdx.x, gridDim.x, gridDim.y);
 }
 
+// The member of a grouped launch (matmuls of one x) whose block range [first[i], first[i + 1]) holds `index`.
+template <class Index, size_t kMembers>
+__device__ __forceinline__ int group_member(const Index (&first)[kMembers], int members, Index index) {
+  int i = 0;
+  while (i + 1 < members && index >= first[i + 1]) ++i;
+  return i;
+}
+
+// Calls body(group.member[i], blockIdx.x - group.first_block[i], i) for the member that owns this block. A
+// body per member, so each reads its parameters at fixed offsets (operands of the instructions that use them)
+// rather than loading them through an index in its loops.
+template <class Group, class Body>
+__device__ __forceinline__ void run_group_member(const Group& group, const Body& body) {
+  static_assert(std::extent_v<decltype(Group::member)> == 3, "a body per member");
+  using Index = std::remove_cvref_t<decltype(group.first_block[0])>;
+  const auto block = static_cast<Index>(blockIdx.x);
+  const int i = group_member(group.first_block, group.members, block);
+  const Index local = block - group.first_block[i];
+  switch (i) {
+    case 0:
+      return body(group.member[0], local, i);
+    case 1:
+      return body(group.member[1], local, i);
+    default:
+      return body(group.member[2], local, i);
+  }
+}
+
 // Writes a block's totals: its rows of out (bf16 once, or f32), or with cross-block splits its split's
 // partials (fp32 [splits, rows, n], this one split `split`) for the reduce to add.
 template <class L>
