@@ -1,5 +1,7 @@
 #include "cuda/cuda_backend.hpp"
 
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "cuda/check.hpp"
@@ -288,11 +290,16 @@ void CudaBackend::norm_rope(const ops::NormRopeLaunch& launch) {
       [&] { return rows_label("norm_rope", launch.norm.rows * launch.norm.heads, launch.norm.dim); });
 }
 void CudaBackend::head_norms(const ops::HeadNormsLaunch& launch) {
+  std::vector<KvWriteSegmentArgs> segments;
+  std::optional<KvWriteArgs> cache;
+  if (launch.cache != nullptr) cache = kv_write_args(*launch.cache, segments);
   run(
-      "head_norms", [&] { return launch_head_norms(head_norms_args(launch), stream_.get()); },
+      "head_norms",
+      [&] { return launch_head_norms(head_norms_args(launch), cache ? &*cache : nullptr, stream_.get()); },
       [&] {
-        return fmt::format("head_norms {}x({}+{})x{}", launch.q.norm.rows, launch.q.norm.heads,
-                           launch.k.norm.heads, launch.q.norm.dim);
+        return fmt::format("head_norms {}x({}+{})x{}{}", launch.q.norm.rows, launch.q.norm.heads,
+                           launch.k.norm.heads, launch.q.norm.dim,
+                           cache ? fmt::format(" into {} caches", cache->segment_count) : "");
       });
 }
 void CudaBackend::kv_write(const ops::KvWriteLaunch& launch) {

@@ -4,6 +4,7 @@
 // Also the argmax (lowest index of the largest value, NaN skipped) and the probe kernel.
 #include "cuda/bf16.cuh"
 #include "cuda/dependent_launch.cuh"
+#include "cuda/kv_segments.cuh"
 #include "cuda/launchers.hpp"
 
 namespace plumb::cuda {
@@ -44,13 +45,6 @@ __global__ void embed_kernel(EmbedArgs launch) {
 // Segments per kv_write kernel: the table rides in the kernel parameters, within the classic 4 KiB.
 constexpr int kKvSegments = 64;
 
-struct KvSegmentEntry {
-  int64_t first_row;  // relative to the launch
-  uint16_t* cache_keys;
-  uint16_t* cache_values;
-  int64_t capacity;
-};
-
 struct KvWriteParams {
   const int32_t* positions;
   const uint16_t* keys;
@@ -69,15 +63,7 @@ __global__ void kv_write_kernel(KvWriteParams params) {
   const int64_t k = static_cast<int64_t>(blockIdx.y) * kThreads + threadIdx.x;
   const int64_t r = blockIdx.x;
   if (k >= params.row_elements) return;
-  int low = 0, high = params.segment_count - 1;
-  while (low < high) {
-    const int middle = (low + high + 1) / 2;
-    if (params.segments[middle].first_row <= r)
-      low = middle;
-    else
-      high = middle - 1;
-  }
-  const KvSegmentEntry& segment = params.segments[low];
+  const KvSegmentEntry& segment = segment_of_row(params.segments, params.segment_count, r);
   const int64_t slot = params.positions[r] % segment.capacity;
   segment.cache_keys[slot * params.row_elements + k] = params.keys[r * params.keys_stride + k];
   segment.cache_values[slot * params.row_elements + k] = params.values[r * params.values_stride + k];

@@ -5,6 +5,7 @@
 
 #include "cuda/bf16.cuh"
 #include "cuda/dependent_launch.cuh"
+#include "cuda/kv_segments.cuh"
 #include "cuda/launchers.hpp"
 
 namespace plumb::cuda {
@@ -174,9 +175,10 @@ __global__ void __launch_bounds__(kWideThreads) residual_norm_kernel(ResidualNor
 }
 
 // The half-warp's rotation of its normed vector x: out[i] and out[i + dim/2] from x's pair i (each lane
-// reads only the elements it writes, so out may be x).
+// reads only the elements it writes, so out may be x), and the same bits into `copy` where it is not null.
 __device__ __forceinline__ void rotate(const uint16_t* x, const uint16_t* weight, float inverse, int64_t dim,
-                                       float position, const float* inv_freq, uint16_t* out) {
+                                       float position, const float* inv_freq, uint16_t* out,
+                                       uint16_t* copy = nullptr) {
   const int64_t half = dim / 2;
   for (int64_t i = threadIdx.x % kLanes; i < half; i += kLanes) {
     const float first = round_bf16(normed(x, weight, i, inverse));
@@ -184,8 +186,14 @@ __device__ __forceinline__ void rotate(const uint16_t* x, const uint16_t* weight
     const float theta = position * inv_freq[i];
     const float cosine = round_bf16(cosf(theta));
     const float sine = round_bf16(sinf(theta));
-    out[i] = bf16_bits(round_bf16(first * cosine) + round_bf16(-second * sine));
-    out[i + half] = bf16_bits(round_bf16(second * cosine) + round_bf16(first * sine));
+    const uint16_t low = bf16_bits(round_bf16(first * cosine) + round_bf16(-second * sine));
+    const uint16_t high = bf16_bits(round_bf16(second * cosine) + round_bf16(first * sine));
+    out[i] = low;
+    out[i + half] = high;
+    if (copy != nullptr) {
+      copy[i] = low;
+      copy[i + half] = high;
+    }
   }
 }
 
@@ -202,15 +210,32 @@ __global__ void norm_rope_kernel(RopeParams params) {
          norm.out + r * norm.out_stride + h * norm.dim);
 }
 
+// Streams whose caches head_norms writes in its own launch; more take a kv_write launch after it.
+constexpr int kHeadNormsSegments = 48;
+
 struct HeadNormsParams {
   RmsNormArgs v, q, k;
   const int32_t* positions;
+  int64_t cache_row;  // kv_heads * head_dim: the elements of a cache slot
+  int segment_count;  // caches in `segments`; 0: none
+  KvSegmentEntry segments[kHeadNormsSegments];
   float inv_freq[kMaxRopePairs];
 };
+static_assert(sizeof(HeadNormsParams) <= 4096, "head_norms' kernel parameters exceed 4 KiB");
+
+// Where kv vector (r, h)'s key and value go in row r's cache (kv_write's slot), or nulls without caches.
+__device__ __forceinline__ void cache_at(const HeadNormsParams& params, int64_t r, int64_t h, int64_t dim,
+                                         uint16_t*& keys, uint16_t*& values) {
+  if (params.segment_count == 0) return;
+  const KvSegmentEntry& segment = segment_of_row(params.segments, params.segment_count, r);
+  const int64_t at = params.positions[r] % segment.capacity * params.cache_row + h * dim;
+  keys = segment.cache_keys + at;
+  values = segment.cache_values + at;
+}
 
 // head_norms, a half-warp a vector: the q vectors, then the kv vectors, each of which writes its value
 // vector (rms_norm_kernel's steps) before its key's rotation (norm_rope_kernel's), so a value read from the
-// raw keys is read before they change.
+// raw keys is read before they change; with caches, a kv vector also writes its bits to its cache slot.
 __global__ void head_norms_kernel(HeadNormsParams params) {
   wait_for_previous_kernel();
   const int64_t dim = params.q.dim, q_vectors = params.q.rows * params.q.heads;
@@ -222,17 +247,22 @@ __global__ void head_norms_kernel(HeadNormsParams params) {
   const RmsNormArgs& v = params.v;
   const uint16_t* v_x = v.x + r * v.x_stride + h * dim;
   const float v_inverse = inverse_rms(v_x, dim, v.eps, active && !is_q);
+  uint16_t *cache_keys = nullptr, *cache_values = nullptr;
   if (active && !is_q) {
+    cache_at(params, r, h, dim, cache_keys, cache_values);
     uint16_t* v_out = v.out + r * v.out_stride + h * dim;
-    for (int64_t k = threadIdx.x % kLanes; k < dim; k += kLanes)
-      v_out[k] = bf16_bits(normed(v_x, nullptr, k, v_inverse));
+    for (int64_t k = threadIdx.x % kLanes; k < dim; k += kLanes) {
+      const uint16_t bits = bf16_bits(normed(v_x, nullptr, k, v_inverse));
+      v_out[k] = bits;
+      if (cache_values != nullptr) cache_values[k] = bits;
+    }
   }
   __syncwarp();  // every lane's value reads before any key is rotated in place
   const uint16_t* x = norm.x + r * norm.x_stride + h * dim;
   const float inverse = inverse_rms(x, dim, norm.eps, active);
   if (!active) return;
   rotate(x, norm.weight, inverse, dim, static_cast<float>(params.positions[r]), params.inv_freq,
-         norm.out + r * norm.out_stride + h * dim);
+         norm.out + r * norm.out_stride + h * dim, cache_keys);
 }
 
 // PLUMB_CUDA_FUSED_NORM=0 runs residual_norm as its four steps' launches (for A/B in one build).
@@ -274,7 +304,7 @@ cudaError_t launch_residual_norm(const ResidualNormArgs& launch, cudaStream_t st
   return cudaGetLastError();
 }
 
-cudaError_t launch_head_norms(const HeadNormsArgs& launch, cudaStream_t stream) {
+cudaError_t launch_head_norms(const HeadNormsArgs& launch, const KvWriteArgs* cache, cudaStream_t stream) {
   const RmsNormArgs& q = launch.q.norm;
   const int64_t vectors = q.rows * (q.heads + launch.k.norm.heads);
   if (q.dim / 2 > kMaxRopePairs) return cudaErrorInvalidValue;
@@ -285,8 +315,21 @@ cudaError_t launch_head_norms(const HeadNormsArgs& launch, cudaStream_t stream) 
   params.k = launch.k.norm;
   params.positions = launch.q.positions;
   for (int64_t i = 0; i < q.dim / 2; ++i) params.inv_freq[i] = launch.q.inv_freq[i];
+  if (cache != nullptr) {
+    int64_t with_rows = 0;
+    for (int64_t s = 0; s < cache->segment_count; ++s) with_rows += cache->segments[s].rows > 0 ? 1 : 0;
+    if (with_rows <= kHeadNormsSegments) {
+      params.cache_row = cache->kv_heads * cache->head_dim;
+      for (int64_t s = 0; s < cache->segment_count; ++s)
+        if (const KvWriteSegmentArgs& g = cache->segments[s]; g.rows > 0)
+          params.segments[params.segment_count++] = {g.first_row, g.cache_keys, g.cache_values, g.capacity};
+    }
+  }
   launch_dependent(head_norms_kernel, blocks_for(vectors, kVectorsPerBlock), kThreads, 0, stream, params);
-  return cudaGetLastError();
+  if (const cudaError_t code = cudaGetLastError(); code != cudaSuccess) return code;
+  // More streams than the table holds: their caches take kv_write's own launch.
+  if (cache != nullptr && params.segment_count == 0) return launch_kv_write(*cache, stream);
+  return cudaSuccess;
 }
 
 cudaError_t launch_norm_rope(const NormRopeArgs& launch, cudaStream_t stream) {

@@ -33,7 +33,9 @@ bool residual_norm_fused(int64_t dim);
 cudaError_t launch_residual_norm(const ResidualNormArgs& launch, cudaStream_t stream);
 cudaError_t launch_norm_rope(const NormRopeArgs& launch, cudaStream_t stream);
 // head_norms as one launch: q and k share rows, head_dim, positions and inv_freq.
-cudaError_t launch_head_norms(const HeadNormsArgs& launch, cudaStream_t stream);
+// With `cache`, the k and v rows also go to their caches as launch_kv_write(*cache) writes them: in the same
+// launch for up to 48 streams, else by that launch after it.
+cudaError_t launch_head_norms(const HeadNormsArgs& launch, const KvWriteArgs* cache, cudaStream_t stream);
 cudaError_t launch_kv_write(const KvWriteArgs& launch, cudaStream_t stream);
 cudaError_t launch_geglu(const RowsArgs& launch, cudaStream_t stream);
 cudaError_t launch_add(const RowsArgs& launch, cudaStream_t stream);

@@ -143,10 +143,13 @@ struct RowsLaunch {
 // Gemma 4's per-head norms before attention, in this order: v = rms_norm(v source) (weightless; the source
 // may be k's raw rows, then read before k changes), q = norm_rope(q), k = norm_rope(k). The three share rows,
 // head_dim, positions and eps.
+// With `cache`, the k and v rows written are then also written to their caches as that kv_write would (its
+// keys and values are k.norm.out and v.out).
 struct HeadNormsLaunch {
   RmsNormLaunch v;
   NormRopeLaunch q;
   NormRopeLaunch k;
+  const KvWriteLaunch* cache = nullptr;
 };
 
 // Gemma 4's sandwich residual: h_out = bf16(h + post_norm(o)), then bf16(h_out * factor) when scaled, then

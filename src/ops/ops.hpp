@@ -135,6 +135,12 @@ Status head_norms(Backend& backend, const TensorView& q, const TensorView& q_wei
                   const TensorView& k_weight, const TensorView& v_source, const TensorView& positions,
                   const RopeSpec& rope, float eps, const TensorView& q_out, const TensorView& k_out,
                   const TensorView& v_out);
+// The same, then k_out's and v_out's rows written into the segments' caches as kv_write(segments, positions,
+// k_out, v_out) writes them (one launch where the backend fuses them): no cache may overlap an operand.
+Status head_norms(Backend& backend, const TensorView& q, const TensorView& q_weight, const TensorView& k,
+                  const TensorView& k_weight, const TensorView& v_source, const TensorView& positions,
+                  const RopeSpec& rope, float eps, const TensorView& q_out, const TensorView& k_out,
+                  const TensorView& v_out, std::span<const KvSegment> segments);
 
 // Writes key and value rows at slot positions[r] % capacity. keys, values: bf16 [rows, kv_heads, head_dim].
 Status kv_write(Backend& backend, const KvView& kv, const TensorView& positions, const TensorView& keys,

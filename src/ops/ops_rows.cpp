@@ -178,59 +178,11 @@ Status norm_rope(Backend& backend, const TensorView& x, const TensorView* weight
   return {};
 }
 
-Status head_norms(Backend& backend, const TensorView& q, const TensorView& q_weight, const TensorView& k,
-                  const TensorView& k_weight, const TensorView& v_source, const TensorView& positions,
-                  const RopeSpec& rope, float eps, const TensorView& q_out, const TensorView& k_out,
-                  const TensorView& v_out) {
-  constexpr std::string_view where = "ops.head_norms";
-  const Device device = backend.device();
-  PLUMB_TRY(check_rows(where, "q", q, {DType::bf16}, {kAny, kAny, kAny}, device));
-  const int64_t rows = q.dim(0), heads = q.dim(1), dim = q.dim(2);
-  PLUMB_TRY(check_rows(where, "k", k, {DType::bf16}, {rows, kAny, dim}, device));
-  const int64_t kv_heads = k.dim(1);
-  if (heads == 0 || kv_heads == 0)
-    return error_at(where, "tensor", heads == 0 ? "q" : "k", "has no heads", "at least 1 head", "0");
-  PLUMB_TRY(check_rows(where, "v_source", v_source, {DType::bf16}, {rows, kv_heads, dim}, device));
-  PLUMB_TRY(check_rows(where, "q_out", q_out, {DType::bf16}, {rows, heads, dim}, device));
-  PLUMB_TRY(check_rows(where, "k_out", k_out, {DType::bf16}, {rows, kv_heads, dim}, device));
-  PLUMB_TRY(check_rows(where, "v_out", v_out, {DType::bf16}, {rows, kv_heads, dim}, device));
-  PLUMB_TRY(check_contiguous(where, "q_weight", q_weight, DType::bf16, {dim}, device));
-  PLUMB_TRY(check_contiguous(where, "k_weight", k_weight, DType::bf16, {dim}, device));
-  PLUMB_TRY(check_same_or_disjoint(where, "q_out", q_out, "q", q));
-  PLUMB_TRY(check_same_or_disjoint(where, "k_out", k_out, "k", k));
-  PLUMB_TRY(check_same_or_disjoint(where, "v_source", v_source, "k", k));
-  const bool values_from_keys = v_source.data == k.data;  // then exactly k (checked above)
-  if (!values_from_keys) PLUMB_TRY(check_same_or_disjoint(where, "v_out", v_out, "v_source", v_source));
-  // Each output is its own input (in place) or shares no byte with any other operand.
-  const auto disjoint =
-      [&](std::string_view out_name, const TensorView& out,
-          std::initializer_list<std::pair<std::string_view, const TensorView*>> others) -> Status {
-    for (const auto& [name, view] : others) PLUMB_TRY(check_disjoint(where, out_name, out, name, *view));
-    return {};
-  };
-  PLUMB_TRY(
-      disjoint("q_out", q_out, {{"k", &k}, {"v_source", &v_source}, {"k_out", &k_out}, {"v_out", &v_out}}));
-  PLUMB_TRY(disjoint("v_out", v_out, {{"q", &q}, {"k", &k}, {"k_out", &k_out}}));
-  PLUMB_TRY(disjoint("k_out", k_out, {{"q", &q}}));
-  if (!values_from_keys) PLUMB_TRY(disjoint("k_out", k_out, {{"v_source", &v_source}}));
-  PLUMB_TRY(check_eps(where, eps));
-  PLUMB_TRY(check_rope(where, rope, dim, "q"));
-  PLUMB_TRY(check_positions(where, device, positions, rows));
-  const std::vector<float> inv_freq = rope_inv_freq(rope);
-  const auto norm = [&](const TensorView& x, const TensorView* weight, const TensorView& out) {
-    return rms_norm_launch(x, weight, out, rows, x.dim(1), dim, eps);
-  };
-  const int32_t* at = positions.as<const int32_t>();
-  backend.head_norms({norm(v_source, nullptr, v_out),
-                      {norm(q, &q_weight, q_out), at, inv_freq.data()},
-                      {norm(k, &k_weight, k_out), at, inv_freq.data()}});
-  return {};
-}
-
 void Backend::head_norms(const HeadNormsLaunch& launch) {
   rms_norm(launch.v);  // first: its source may be k's raw rows
   norm_rope(launch.q);
   norm_rope(launch.k);
+  if (launch.cache != nullptr) kv_write(*launch.cache);
 }
 
 namespace {
@@ -239,6 +191,8 @@ namespace {
 // an error, so a launch of many segments formats nothing.
 struct CacheNames {
   bool single;
+  std::string_view keys = "keys",
+                   values = "values";  // the rows written: kv_write's inputs, head_norms' outputs
   std::string cache(size_t index, std::string_view field) const {
     return single ? fmt::format("kv.{}", field) : fmt::format("segments[{}].kv.{}", index, field);
   }
@@ -268,7 +222,7 @@ Status check_kv_segment(std::string_view where, Device device, const KvSegment& 
                         : error_at(where, "parameter", fmt::format("segments[{}]", index),
                                    "has more rows than its cache has slots",
                                    fmt::format("at most {} rows", capacity), std::to_string(segment.rows));
-  for (const auto& [input, view] : {std::pair{"keys", &keys}, std::pair{"values", &values}}) {
+  for (const auto& [input, view] : {std::pair{names.keys, &keys}, std::pair{names.values, &values}}) {
     PLUMB_TRY(named(names, index, "keys", [&](std::string_view name) {
       return check_disjoint(where, name, cache_keys, input, *view);
     }));
@@ -317,31 +271,120 @@ Status check_caches_disjoint(std::string_view where, std::span<const KvSegment> 
                   fmt::format("no bytes shared with '{}'", name(ranges[reported->second])), "shared bytes");
 }
 
-Status write_segments(Backend& backend, std::span<const KvSegment> segments, const TensorView& positions,
-                      const TensorView& keys, const TensorView& values, const CacheNames& names) {
-  constexpr std::string_view where = "ops.kv_write";
-  const Device device = backend.device();
-  PLUMB_TRY(check_rows(where, "keys", keys, {DType::bf16}, {kAny, kAny, kAny}, device));
+// A kv_write's launch and the segment table it points into.
+struct KvWritePlan {
+  std::vector<KvWriteSegmentLaunch> segments;
+  KvWriteLaunch launch{};
+};
+
+// Checks a write of keys and values rows into the segments' caches and makes its launch in `plan`.
+Status plan_kv_write(std::string_view where, Device device, std::span<const KvSegment> segments,
+                     const TensorView& positions, const TensorView& keys, const TensorView& values,
+                     const CacheNames& names, KvWritePlan& plan) {
+  PLUMB_TRY(check_rows(where, names.keys, keys, {DType::bf16}, {kAny, kAny, kAny}, device));
   const int64_t rows = keys.dim(0), kv_heads = keys.dim(1), head_dim = keys.dim(2);
-  PLUMB_TRY(check_rows(where, "values", values, {DType::bf16}, {rows, kv_heads, head_dim}, device));
+  PLUMB_TRY(check_rows(where, names.values, values, {DType::bf16}, {rows, kv_heads, head_dim}, device));
   PLUMB_TRY(check_positions(where, device, positions, rows));
-  std::vector<KvWriteSegmentLaunch> launches;
-  launches.reserve(segments.size());
+  plan.segments.clear();
+  plan.segments.reserve(segments.size());
   int64_t next_row = 0;
   for (size_t index = 0; index < segments.size(); ++index) {
     const KvSegment& segment = segments[index];
     PLUMB_TRY(check_segment_order(where, index, segment.first_row, segment.rows, next_row));
     PLUMB_TRY(check_kv_segment(where, device, segment, index, keys, values, names));
     if (segment.rows > 0)
-      launches.push_back({segment.first_row, segment.rows, bf16_out(segment.kv.keys),
-                          bf16_out(segment.kv.values), segment.kv.keys.dim(0)});
+      plan.segments.push_back({segment.first_row, segment.rows, bf16_out(segment.kv.keys),
+                               bf16_out(segment.kv.values), segment.kv.keys.dim(0)});
     next_row += segment.rows;
   }
   PLUMB_TRY(check_segments_cover(where, "key rows", next_row, rows));
   PLUMB_TRY(check_caches_disjoint(where, segments, names));
-  backend.kv_write({launches.data(), static_cast<int64_t>(launches.size()), positions.as<const int32_t>(),
-                    bf16_data(keys), row_stride(keys), bf16_data(values), row_stride(values), rows, kv_heads,
-                    head_dim});
+  plan.launch = {plan.segments.data(),
+                 static_cast<int64_t>(plan.segments.size()),
+                 positions.as<const int32_t>(),
+                 bf16_data(keys),
+                 row_stride(keys),
+                 bf16_data(values),
+                 row_stride(values),
+                 rows,
+                 kv_heads,
+                 head_dim};
+  return {};
+}
+
+Status write_segments(Backend& backend, std::span<const KvSegment> segments, const TensorView& positions,
+                      const TensorView& keys, const TensorView& values, const CacheNames& names) {
+  KvWritePlan plan;
+  PLUMB_TRY(plan_kv_write("ops.kv_write", backend.device(), segments, positions, keys, values, names, plan));
+  backend.kv_write(plan.launch);
+  return {};
+}
+
+// head_norms' checks and launch; with `segments`, also kv_write's checks of k_out and v_out into their caches
+// (which no operand may overlap: they are written while the others are read).
+Status run_head_norms(Backend& backend, const TensorView& q, const TensorView& q_weight, const TensorView& k,
+                      const TensorView& k_weight, const TensorView& v_source, const TensorView& positions,
+                      const RopeSpec& rope, float eps, const TensorView& q_out, const TensorView& k_out,
+                      const TensorView& v_out, const std::span<const KvSegment>* segments) {
+  constexpr std::string_view where = "ops.head_norms";
+  const Device device = backend.device();
+  PLUMB_TRY(check_rows(where, "q", q, {DType::bf16}, {kAny, kAny, kAny}, device));
+  const int64_t rows = q.dim(0), heads = q.dim(1), dim = q.dim(2);
+  PLUMB_TRY(check_rows(where, "k", k, {DType::bf16}, {rows, kAny, dim}, device));
+  const int64_t kv_heads = k.dim(1);
+  if (heads == 0 || kv_heads == 0)
+    return error_at(where, "tensor", heads == 0 ? "q" : "k", "has no heads", "at least 1 head", "0");
+  PLUMB_TRY(check_rows(where, "v_source", v_source, {DType::bf16}, {rows, kv_heads, dim}, device));
+  PLUMB_TRY(check_rows(where, "q_out", q_out, {DType::bf16}, {rows, heads, dim}, device));
+  PLUMB_TRY(check_rows(where, "k_out", k_out, {DType::bf16}, {rows, kv_heads, dim}, device));
+  PLUMB_TRY(check_rows(where, "v_out", v_out, {DType::bf16}, {rows, kv_heads, dim}, device));
+  PLUMB_TRY(check_contiguous(where, "q_weight", q_weight, DType::bf16, {dim}, device));
+  PLUMB_TRY(check_contiguous(where, "k_weight", k_weight, DType::bf16, {dim}, device));
+  PLUMB_TRY(check_same_or_disjoint(where, "q_out", q_out, "q", q));
+  PLUMB_TRY(check_same_or_disjoint(where, "k_out", k_out, "k", k));
+  PLUMB_TRY(check_same_or_disjoint(where, "v_source", v_source, "k", k));
+  const bool values_from_keys = v_source.data == k.data;  // then exactly k (checked above)
+  if (!values_from_keys) PLUMB_TRY(check_same_or_disjoint(where, "v_out", v_out, "v_source", v_source));
+  // Each output is its own input (in place) or shares no byte with any other operand.
+  const auto disjoint =
+      [&](std::string_view out_name, const TensorView& out,
+          std::initializer_list<std::pair<std::string_view, const TensorView*>> others) -> Status {
+    for (const auto& [name, view] : others) PLUMB_TRY(check_disjoint(where, out_name, out, name, *view));
+    return {};
+  };
+  PLUMB_TRY(
+      disjoint("q_out", q_out, {{"k", &k}, {"v_source", &v_source}, {"k_out", &k_out}, {"v_out", &v_out}}));
+  PLUMB_TRY(disjoint("v_out", v_out, {{"q", &q}, {"k", &k}, {"k_out", &k_out}}));
+  PLUMB_TRY(disjoint("k_out", k_out, {{"q", &q}}));
+  if (!values_from_keys) PLUMB_TRY(disjoint("k_out", k_out, {{"v_source", &v_source}}));
+  PLUMB_TRY(check_eps(where, eps));
+  PLUMB_TRY(check_rope(where, rope, dim, "q"));
+  PLUMB_TRY(check_positions(where, device, positions, rows));
+  const std::vector<float> inv_freq = rope_inv_freq(rope);
+  const auto norm = [&](const TensorView& x, const TensorView* weight, const TensorView& out) {
+    return rms_norm_launch(x, weight, out, rows, x.dim(1), dim, eps);
+  };
+  KvWritePlan cache;
+  if (segments != nullptr) {
+    const CacheNames names{false, "k_out", "v_out"};
+    PLUMB_TRY(plan_kv_write(where, device, *segments, positions, k_out, v_out, names, cache));
+    for (size_t index = 0; index < segments->size(); ++index)
+      for (const std::string_view field : {"keys", "values"}) {
+        const KvView& kv = (*segments)[index].kv;
+        const TensorView& written = field == "keys" ? kv.keys : kv.values;
+        for (const auto& [name, view] : {std::pair{"q", &q}, std::pair{"q_out", &q_out}, std::pair{"k", &k},
+                                         std::pair{"v_source", &v_source}})
+          PLUMB_TRY(named(names, index, field, [&](std::string_view cache_name) {
+            return check_disjoint(where, cache_name, written, name, *view);
+          }));
+      }
+  }
+  const int32_t* at = positions.as<const int32_t>();
+  HeadNormsLaunch launch{norm(v_source, nullptr, v_out),
+                         {norm(q, &q_weight, q_out), at, inv_freq.data()},
+                         {norm(k, &k_weight, k_out), at, inv_freq.data()}};
+  if (segments != nullptr) launch.cache = &cache.launch;
+  backend.head_norms(launch);
   return {};
 }
 
@@ -356,6 +399,22 @@ Status kv_write(Backend& backend, const KvView& kv, const TensorView& positions,
 Status kv_write(Backend& backend, std::span<const KvSegment> segments, const TensorView& positions,
                 const TensorView& keys, const TensorView& values) {
   return write_segments(backend, segments, positions, keys, values, CacheNames{false});
+}
+
+Status head_norms(Backend& backend, const TensorView& q, const TensorView& q_weight, const TensorView& k,
+                  const TensorView& k_weight, const TensorView& v_source, const TensorView& positions,
+                  const RopeSpec& rope, float eps, const TensorView& q_out, const TensorView& k_out,
+                  const TensorView& v_out) {
+  return run_head_norms(backend, q, q_weight, k, k_weight, v_source, positions, rope, eps, q_out, k_out,
+                        v_out, nullptr);
+}
+
+Status head_norms(Backend& backend, const TensorView& q, const TensorView& q_weight, const TensorView& k,
+                  const TensorView& k_weight, const TensorView& v_source, const TensorView& positions,
+                  const RopeSpec& rope, float eps, const TensorView& q_out, const TensorView& k_out,
+                  const TensorView& v_out, std::span<const KvSegment> segments) {
+  return run_head_norms(backend, q, q_weight, k, k_weight, v_source, positions, rope, eps, q_out, k_out,
+                        v_out, &segments);
 }
 
 }  // namespace plumb::ops

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 #include <random>
+#include <tuple>
 
 #include "core/half.hpp"
 #include "cuda_test_util.hpp"
@@ -79,8 +80,11 @@ TEST(CudaNorm, ResidualNormEqualsTheCpuStepsBitForBit) {
 }
 
 // head_norms in place (q, k and, unless the values come from the keys, v) on `backend`: q, k and v's bytes.
+// With cache_slots, each row is a stream of its own whose key and value go to its cache of that many slots
+// (head_norms with caches), and the caches' bytes follow.
 std::vector<uint8_t> run_head_norms(ops::Backend& backend, int64_t rows, int64_t heads, int64_t kv_heads,
-                                    const ops::RopeSpec& rope, bool values_from_keys, uint64_t seed) {
+                                    const ops::RopeSpec& rope, bool values_from_keys, uint64_t seed,
+                                    int64_t cache_slots = 0) {
   const int64_t dim = rope.head_dim;
   DeviceTensor q = ops::testing::device_bf16(
       backend, ops::testing::random_bf16(seed, rows * heads * dim, -4, 4), {rows, heads, dim});
@@ -96,12 +100,24 @@ std::vector<uint8_t> run_head_norms(ops::Backend& backend, int64_t rows, int64_t
   std::mt19937 engine(static_cast<uint32_t>(seed));
   for (int32_t& p : positions) p = static_cast<int32_t>(engine() % 200000);
   DeviceTensor at = ops::testing::device_i32(backend, positions);
-  EXPECT_TRUE(ops::head_norms(backend, q.view, q_weight.view, k.view, k_weight.view,
-                              values_from_keys ? k.view : v.view, at.view, rope, 1e-6f, q.view, k.view,
-                              v.view)
+  std::vector<DeviceTensor> caches;
+  std::vector<ops::KvSegment> segments;
+  for (int64_t r = 0; r < (cache_slots > 0 ? rows : 0); ++r) {
+    for (int half = 0; half < 2; ++half)
+      caches.push_back(ops::testing::device_zeros(backend, DType::bf16, {cache_slots, kv_heads, dim}));
+    segments.push_back({r, 1, {caches[2 * r].view, caches[2 * r + 1].view, positions[r] + int64_t{1}}});
+  }
+  const TensorView& values = values_from_keys ? k.view : v.view;
+  EXPECT_TRUE((cache_slots > 0
+                   ? ops::head_norms(backend, q.view, q_weight.view, k.view, k_weight.view, values, at.view,
+                                     rope, 1e-6f, q.view, k.view, v.view, segments)
+                   : ops::head_norms(backend, q.view, q_weight.view, k.view, k_weight.view, values, at.view,
+                                     rope, 1e-6f, q.view, k.view, v.view))
                   .ok());
+  std::vector<const DeviceTensor*> written{&q, &k, &v};
+  for (const DeviceTensor& cache : caches) written.push_back(&cache);
   std::vector<uint8_t> bytes;
-  for (const DeviceTensor* t : {&q, &k, &v}) {
+  for (const DeviceTensor* t : written) {
     const std::vector<uint8_t> part = ops::testing::download_bytes(backend, t->view);
     bytes.insert(bytes.end(), part.begin(), part.end());
   }
@@ -125,6 +141,23 @@ TEST(CudaNorm, HeadNormsEqualTheCpuOpsBitForBit) {
         fmt::format("head_norms {}x({}+{})x{}", c.rows, c.heads, c.kv_heads, c.rope.head_dim),
         run_head_norms(*gpu(), c.rows, c.heads, c.kv_heads, c.rope, c.values_from_keys, seed),
         run_head_norms(cpu(), c.rows, c.heads, c.kv_heads, c.rope, c.values_from_keys, seed), 2);
+  }
+}
+
+// The keys and values written to each stream's cache in the same launch (up to 48 streams) or by kv_write's
+// launch after it (more) equal the CPU's head_norms and kv_write.
+TEST(CudaNorm, HeadNormsWithCachesEqualTheCpuOpsBitForBit) {
+  PLUMB_GPU_OR_SKIP();
+  const ops::RopeSpec sliding{10000.0, 256, 1.0, 1.0}, global{1000000.0, 512, 0.25, 1.0};
+  for (const auto& [rows, kv_heads, rope, from_keys] :
+       {std::tuple{int64_t{1}, int64_t{8}, sliding, false}, std::tuple{int64_t{32}, int64_t{1}, global, true},
+        std::tuple{int64_t{48}, int64_t{8}, sliding, false},
+        std::tuple{int64_t{50}, int64_t{8}, sliding, false}}) {
+    const uint64_t seed = static_cast<uint64_t>(rows * 7 + rope.head_dim);
+    testing::expect_same_bits(
+        fmt::format("head_norms {}x(16+{})x{} into caches", rows, kv_heads, rope.head_dim),
+        run_head_norms(*gpu(), rows, 16, kv_heads, rope, from_keys, seed, 8),
+        run_head_norms(cpu(), rows, 16, kv_heads, rope, from_keys, seed, 8), 2);
   }
 }
 

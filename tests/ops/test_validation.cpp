@@ -242,5 +242,33 @@ TEST_F(Validation, HeadNormsNamesTheWrongOperand) {
                   .ok());
 }
 
+// With caches, kv_write's checks name head_norms' outputs, and no cache may overlap an operand it reads.
+TEST_F(Validation, HeadNormsWithCachesNamesTheWrongOperand) {
+  const RopeSpec rope{10000.0, 16, 1.0, 1.0};
+  DeviceTensor q = testing::device_zeros(*backend, DType::bf16, {2, 4, 16});
+  DeviceTensor k = testing::device_zeros(*backend, DType::bf16, {2, 2, 16});
+  DeviceTensor v = testing::device_zeros(*backend, DType::bf16, {2, 2, 16});
+  DeviceTensor w = testing::device_bf16(*backend, Values(16, 1.0), {16});
+  DeviceTensor positions = testing::device_i32(*backend, {3, 4});
+  DeviceTensor keys = testing::device_zeros(*backend, DType::bf16, {8, 2, 16});
+  DeviceTensor values = testing::device_zeros(*backend, DType::bf16, {8, 2, 16});
+  const auto run = [&](const KvSegment& segment) {
+    return head_norms(*backend, q.view, w.view, k.view, w.view, v.view, positions.view, rope, 1e-6f, q.view,
+                      k.view, v.view, std::span(&segment, 1));
+  };
+  expect_error(run({0, 2, {keys.view, k.view, 8}}),
+               "ops.head_norms: tensor 'segments[0].kv.values' has the wrong shape; expected [8, 2, 16], got "
+               "[2, 2, 16]");
+  const TensorView q_as_cache = TensorView::contiguous(q.view.data, DType::bf16, {4, 2, 16}, q.view.device);
+  DeviceTensor values4 = testing::device_zeros(*backend, DType::bf16, {4, 2, 16});
+  expect_error(
+      run({0, 2, {q_as_cache, values4.view, 8}}),
+      "ops.head_norms: tensor 'segments[0].kv.keys' overlaps an input; expected no bytes shared with "
+      "'q', got shared bytes");
+  expect_error(run({0, 1, {keys.view, values.view, 8}}),
+               "ops.head_norms: parameter 'segments' do not cover the key rows; expected 2, got 1");
+  EXPECT_TRUE(run({0, 2, {keys.view, values.view, 8}}).ok());
+}
+
 }  // namespace
 }  // namespace plumb::ops

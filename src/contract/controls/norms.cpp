@@ -90,6 +90,23 @@ class HeadNormsValuesAfterRotation final : public ForwardingBackend {
   }
 };
 
+// head_norms whose caches take the keys before their rotation (a fused kernel that writes a cache from its
+// input rows): the real launchers otherwise.
+class HeadNormsCacheBeforeRotation final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  void head_norms(const ops::HeadNormsLaunch& launch) override {
+    ops::HeadNormsLaunch norms = launch;
+    norms.cache = nullptr;
+    ForwardingBackend::head_norms(norms);
+    if (launch.cache == nullptr) return;
+    ops::KvWriteLaunch raw = *launch.cache;
+    raw.keys = launch.k.norm.x;
+    raw.keys_stride = launch.k.norm.x_stride;
+    ForwardingBackend::kv_write(raw);
+  }
+};
+
 enum class RopeFault { trig_unrounded, angle_in_double, products_unrounded };
 
 template <RopeFault fault>
@@ -152,6 +169,9 @@ void register_norm_controls(Registry& registry) {
   list.push_back(planted<HeadNormsValuesAfterRotation>(
       "head_norms/values-from-rotated-keys", "head_norms/12b-global", Gate::shapes,
       "norms the values after rotating the keys they come from"));
+  list.push_back(planted<HeadNormsCacheBeforeRotation>(
+      "head_norms/cache-keys-before-rotation", "head_norms/12b-sliding-streams", Gate::shapes,
+      "writes the keys to the caches before their norm and rotation"));
   list.push_back(planted<NormRopeFault<RopeFault::trig_unrounded>>(
       "norm_rope/trig-unrounded", "norm_rope/12b-q-sliding", Gate::shapes,
       "keeps cos and sin in fp32 (MLX's rotation) instead of HF's bf16 tables"));

@@ -1,12 +1,12 @@
 // Forms of kv_write: key and value rows copied bit for bit to slot position % capacity; every other slot
 // keeps what it held (the poison), so gate 1 also catches a write to the wrong slot. The streams forms write
 // many streams' rows, each run of rows to its own cache, in one launch (a forward's decode step).
-#include <map>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "contract/forms/common.hpp"
+#include "contract/forms/streams.hpp"
 #include "contract/registry.hpp"
 #include "ops/ops.hpp"
 
@@ -100,9 +100,7 @@ class KvWriteForm final : public Form {
   int64_t capacity_;
 };
 
-// A call is several streams' rows: a run of 1 to 3 consecutive positions per stream (one row each from 64
-// rows on, past a CUDA kernel's segment table), and from 5 rows an empty stream second. Outputs 2s and 2s + 1
-// are segment s's cache; a stream's cache holds kStreamSlots slots.
+// A call is several streams' rows (StreamCaches' streams), each stream's cache of kStreamSlots slots.
 class KvWriteStreamsForm final : public Form {
  public:
   static constexpr int64_t kStreamSlots = 8;
@@ -111,8 +109,7 @@ class KvWriteStreamsForm final : public Form {
       : Form("kv_write", std::move(name),
              fmt::format("rows [rows, {}, {}] -> a cache [{}, {}, {}] per stream", kv_heads, dim,
                          kStreamSlots, kv_heads, dim)),
-        kv_heads_(kv_heads),
-        dim_(dim) {
+        streams_{kStreamSlots, kv_heads, dim, 2} {
     writes_every_output = false;
     batch_rows = {1, 2, 5, 16, 80};
     stresses = {Inputs::extremes};
@@ -120,59 +117,19 @@ class KvWriteStreamsForm final : public Form {
 
   Call make_call(const CallRequest& request) const override {
     Rng rng(request.seed);
-    Call call = key_value_rows(request, rng, kv_heads_, dim_);
-    std::vector<int32_t> positions;
-    for (int64_t first_row = 0; first_row < request.rows;) {
-      const int64_t most = request.rows >= 64 ? 1 : std::min<int64_t>(3, request.rows - first_row);
-      const int64_t length = call.segments.size() == 1 && request.rows >= 5 ? 0 : rng.integer(1, most);
-      // The extremes stress ends every stream at the largest i32 position.
-      const int64_t first =
-          request.inputs == Inputs::extremes ? kLastPosition - length + 1 : rng.integer(0, 300000);
-      for (int64_t r = 0; r < length; ++r) positions.push_back(static_cast<int32_t>(first + r));
-      add_segment(call, first_row, length, first + length);
-      first_row += length;
-    }
+    Call call = key_value_rows(request, rng, streams_.kv_heads, streams_.dim);
+    // The extremes stress ends every stream at the largest i32 position.
+    const std::vector<int32_t> positions = streams_.add_streams(call, request, rng, 0, 300000, kLastPosition);
     call.inputs.push_back(i32_data("positions", {request.rows}, positions, true));
     return call;
   }
 
-  // Each run of rows from one stream of one source call becomes a stream with its own cache.
   Call assemble(std::span<const RowRef> rows) const override {
-    std::map<const Call*, Call> inputs_only;
-    std::vector<RowRef> refs;
-    for (const RowRef& ref : rows) {
-      if (!inputs_only.count(ref.call)) {
-        Call& copy = inputs_only[ref.call];
-        copy.inputs_kind = ref.call->inputs_kind;
-        copy.seed = ref.call->seed;
-        copy.rows = ref.call->rows;
-        copy.row_seeds = ref.call->row_seeds;
-        copy.inputs = ref.call->inputs;
-      }
-      refs.push_back({&inputs_only[ref.call], ref.row});
-    }
-    Call batch = concat_rows(refs);
-    const Segment* previous = nullptr;
-    for (size_t r = 0; r < rows.size(); ++r) {
-      const Segment* source = &segment_of(*rows[r].call, rows[r].row);
-      const int64_t end = static_cast<int64_t>(batch.inputs[2].value(static_cast<int64_t>(r))) + 1;
-      if (source == previous) {
-        batch.segments.back().rows += 1;
-        batch.segments.back().end = end;
-      } else {
-        add_segment(batch, static_cast<int64_t>(r), 1, end);
-      }
-      previous = source;
-    }
-    return batch;
+    return streams_.assemble(rows, [](Call&) {});
   }
 
   std::vector<OutputBytes> row_bytes(const Call& call, int64_t row) const override {
-    const Segment& segment = segment_of(call, row);
-    const int64_t slot = static_cast<int64_t>(call.inputs[2].value(row)) % kStreamSlots;
-    const auto bytes = static_cast<size_t>(kv_heads_ * dim_) * 2;
-    const auto offset = static_cast<size_t>(slot) * bytes;
-    return {{segment.cache, offset, bytes}, {segment.cache + 1, offset, bytes}};
+    return streams_.row_bytes(call, row);
   }
 
   Status launch(ops::Backend& backend, const Call& call, std::span<const TensorView> in,
@@ -181,39 +138,15 @@ class KvWriteStreamsForm final : public Form {
   }
 
   std::vector<std::vector<Span>> expected(const Call& call) const override {
-    const int64_t width = kv_heads_ * dim_;
-    std::vector<std::vector<Span>> caches(
-        call.outputs.size(), std::vector<Span>(static_cast<size_t>(kStreamSlots * width), Span::untouched()));
-    for (const Segment& segment : call.segments)
-      for (int64_t r = segment.first_row; r < segment.first_row + segment.rows; ++r) {
-        const int64_t slot = static_cast<int64_t>(call.inputs[2].value(r)) % kStreamSlots;
-        for (size_t t = 0; t < 2; ++t)
-          for (int64_t k = 0; k < width; ++k)
-            caches[static_cast<size_t>(segment.cache) + t][static_cast<size_t>(slot * width + k)] =
-                exact_at(call.inputs[t], r * width + k);
-      }
+    std::vector<std::vector<Span>> caches(call.outputs.size());
+    streams_.expect(call, caches, [&](int written, int64_t r, int64_t k) {
+      return exact_at(call.inputs[static_cast<size_t>(written)], r * streams_.width() + k);
+    });
     return caches;
   }
 
  private:
-  void add_segment(Call& call, int64_t first_row, int64_t rows, int64_t end) const {
-    const auto index = call.segments.size();
-    call.segments.push_back({first_row, rows, static_cast<int>(call.outputs.size()), end});
-    for (const char* tensor : {"cache_keys", "cache_values"})
-      call.outputs.push_back(HostData::zeros(fmt::format("{}[{}]", tensor, index), DType::bf16,
-                                             {kStreamSlots, kv_heads_, dim_}, false));
-  }
-
-  // The stream holding `row` (empty streams hold none).
-  static const Segment& segment_of(const Call& call, int64_t row) {
-    for (const Segment& segment : call.segments)
-      if (row >= segment.first_row && row < segment.first_row + segment.rows) return segment;
-    PLUMB_ASSERT(false, "every row belongs to a stream");
-    return call.segments.front();
-  }
-
-  int64_t kv_heads_;
-  int64_t dim_;
+  StreamCaches streams_;
 };
 
 }  // namespace

@@ -77,9 +77,6 @@ class LayerRunner {
         {&weights.k_proj, shaped(space_.k, {rows_, spec.kv_heads * spec.head_dim})},
         {&weights.v_proj, shaped(space_.v, {rows_, spec.kv_heads * spec.head_dim})}};
     PLUMB_TRY(ops::matmul_group(backend_, space_.xn.view, std::span(projections, spec.k_eq_v ? 2 : 3)));
-    // q and k normed and rotated, v the unit-RMS values (for k_eq_v layers the raw keys', without RoPE).
-    PLUMB_TRY(ops::head_norms(backend_, q, weights.q_norm, k, weights.k_norm, spec.k_eq_v ? k : v,
-                              space_.positions.view, rope, eps, q, k, v));
     std::vector<ops::KvSegment> segments;
     int64_t first_row = 0;
     for (const StreamChunk& chunk : chunks_) {
@@ -87,8 +84,10 @@ class LayerRunner {
       segments.push_back({first_row, rows, chunk.cache->view(index, chunk.first_position + rows)});
       first_row += rows;
     }
-    // Every stream's keys and values in one launch, before any row attends.
-    PLUMB_TRY(ops::kv_write(backend_, segments, space_.positions.view, k, v));
+    // q and k normed and rotated, v the unit-RMS values (for k_eq_v layers the raw keys', without RoPE), and
+    // every stream's keys and values written to its cache, before any row attends.
+    PLUMB_TRY(ops::head_norms(backend_, q, weights.q_norm, k, weights.k_norm, spec.k_eq_v ? k : v,
+                              space_.positions.view, rope, eps, q, k, v, segments));
     PLUMB_TRY(ops::attention(backend_, q, space_.positions.view, segments, {spec.window, 1.0f}, attn));
     const TensorView attn_flat = shaped(space_.attn, {rows_, spec.heads * spec.head_dim});
     PLUMB_TRY(ops::matmul(backend_, attn_flat, weights.o_proj, space_.o.view));
