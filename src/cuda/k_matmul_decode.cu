@@ -162,10 +162,7 @@ DecodeParams weight_params(const WeightArgs& weight, const void* layout) {
   p.full_tiles = p.k / kTileK;
   if (layout != nullptr) {
     const LaneLayout shape = lane_layout(p.n, p.k, weight.group);
-    const LanePointers at = shape.pointers(layout);
-    p.lane_codes = at.codes;
-    p.lane_words = at.words;
-    p.tile_forms = at.forms;
+    p.lane_records = static_cast<const uint4*>(layout);
     p.slices = shape.slices;
     p.lane_halves = shape.halves;
   }
@@ -220,7 +217,7 @@ DecodeParams decode_params(const DecodeMember& member) {
 bool lanes_take(const DecodeGroup& group) {
   for (int i = 0; i < group.members; ++i) {
     const DecodeParams& p = group.member[i];
-    if (p.lane_codes == nullptr || p.lane_halves != group.member[0].lane_halves) return false;
+    if (p.lane_records == nullptr || p.lane_halves != group.member[0].lane_halves) return false;
   }
   return true;
 }

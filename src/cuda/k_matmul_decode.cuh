@@ -14,27 +14,18 @@ bool matmul_decode_supports(const WeightArgs& weight);  // k_matmul_decode.cu
 
 namespace plumb::cuda::matmul {
 
-// Where the three arrays of a decode layout start (k_matmul_decode_lanes.cu).
-struct LanePointers {
-  const uint4* codes;
-  const uint32_t* words;
-  const uint32_t* forms;
-};
-
 // The shape of a weight's decode layout: 16-column slices, 64-wide k tiles, and scale words per column and
-// tile (2 for groups of 32, whose tile halves have groups of their own, else 1).
+// tile (2 for groups of 32, whose tile halves have groups of their own, else 1). Each (slice, tile) is one
+// record of record_bytes(): the lanes' codes (32 x 16 bytes), the words ([8 g][halves][2 j]) and the form,
+// padded to 16 bytes, so that a warp copies a tile in one or two 16-byte copies a lane.
 struct LaneLayout {
   int64_t slices, tiles;
   int halves;
 
-  int64_t codes_bytes() const { return slices * tiles * 32 * 16; }
-  int64_t words_bytes() const { return slices * tiles * 8 * halves * kDecodeNTiles * 4; }
-  int64_t bytes() const { return codes_bytes() + words_bytes() + slices * tiles * 4; }
-  LanePointers pointers(const void* layout) const {
-    const char* base = static_cast<const char*>(layout);
-    return {reinterpret_cast<const uint4*>(base), reinterpret_cast<const uint32_t*>(base + codes_bytes()),
-            reinterpret_cast<const uint32_t*>(base + codes_bytes() + words_bytes())};
-  }
+  static constexpr int codes_bytes() { return 32 * 16; }
+  constexpr int words_bytes() const { return 8 * halves * kDecodeNTiles * 4; }
+  constexpr int record_bytes() const { return codes_bytes() + words_bytes() + 16; }
+  int64_t bytes() const { return slices * tiles * record_bytes(); }
 };
 
 inline LaneLayout lane_layout(int64_t n, int64_t k, int group) {

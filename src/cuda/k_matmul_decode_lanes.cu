@@ -1,17 +1,17 @@
 // The decode matmul (k_matmul_decode.cu: the same sums, so the same bits) on its own copy of a 4-bit affine
-// weight, made once at load, in which each lane's share of a 64-wide k tile is contiguous: its 32 codes in
-// 16 bytes, the scale and bias words of its two columns, and the tile's form decided at load for the warp.
-// A tile then costs a lane three cp.async copies into its own part of the warp's ring, three shared reads
-// and the dequantization, instead of the ring kernel's 16-column chunks, word parities, bounds tests and form
-// vote (at 1 row on the H200, over a whole launch: 250 warp instructions a tile on the ring, 171 here).
+// weight, made once at load, in which a warp's 64-wide k tile is one record: each lane's 32 codes in 16
+// bytes, the scale and bias words of its columns, and the tile's form decided at load for the warp. A tile
+// then costs a lane one or two 16-byte cp.async copies of the record into the warp's ring, three shared reads
+// (the words and the form broadcast to the lanes that share them) and the dequantization, instead of the ring
+// kernel's 16-column chunks, word parities, bounds tests and form vote.
 //
-// The layout (LaneLayout) of a weight of n columns and k inputs, in slices of 16 columns (one warp's):
-//   codes uint4   [slices][tiles][32 lanes]: lane (g, t)'s word 2j + s/2, byte 2(s % 2) + h holds the codes
-//                 of column 16 slice + 8j + g at k = 64 tile + 16s + 8h + 2t and k + 1 (the lower k in the
-//                 low nibble): b0 (h = 0) and b1 (h = 1) of k16 step s of column tile j;
-//   words uint32  [slices][tiles][8 g][halves][2 j]: scale | bias << 16 of that column for the tile's 32-wide
-//                 half h (one half for groups of 64 or more, as both halves share the group);
-//   forms uint32  [slices][tiles]: the TileForm tile_form gives the warp's tile.
+// The record (LaneLayout) of slice `slice` (16 columns, one warp's) and tile `tile`, [slices][tiles]:
+//   codes uint4   [32 lanes]: lane (g, t)'s word 2j + s/2, byte 2(s % 2) + h holds the codes of column
+//                 16 slice + 8j + g at k = 64 tile + 16s + 8h + 2t and k + 1 (the lower k in the low
+//                 nibble): b0 (h = 0) and b1 (h = 1) of k16 step s of column tile j;
+//   words uint32  [8 g][halves][2 j]: scale | bias << 16 of that column for the tile's 32-wide half h (one
+//                 half for groups of 64 or more, as both halves share the group);
+//   form uint32   the TileForm tile_form gives the warp's tile, then 12 zero bytes.
 // Columns past n repeat the last column and codes or halves past k are zero, as the ring kernel reads them.
 #include <algorithm>
 
@@ -33,14 +33,19 @@ constexpr int kLaneSlots = kMTiles == 1 ? (kHalves == 1 ? 8 : 6) : (kHalves == 1
 template <int kMTiles>
 constexpr int64_t kLaneSegmentBytes = kMTiles == 1 ? 16 * 1024 : kSegmentBytes;
 
-// A warp's ring slot: each lane's codes, words and form, each lane reading back only what it copied.
-constexpr int kLaneCodesBytes = 32 * 16;
+// A warp's ring slot holds one record (LaneLayout): the codes, then the words, then the form.
+constexpr int kLaneCodesBytes = LaneLayout::codes_bytes();
 template <int kHalves>
-constexpr int kLaneWordBytes = 8 * kHalves;  // a lane's words of one tile
+constexpr int kLaneWordBytes = 8 * kHalves;  // the words of one lane's columns, which four lanes share
 template <int kHalves>
-constexpr int kLaneFormsAt = kLaneCodesBytes + 32 * kLaneWordBytes<kHalves>;
+constexpr int kLaneFormAt = kLaneCodesBytes + 8 * kLaneWordBytes<kHalves>;
 template <int kHalves>
-constexpr int kLaneSlotBytes = kLaneFormsAt<kHalves> + 32 * 4;
+constexpr int kLaneSlotBytes = kLaneFormAt<kHalves> + 16;
+static_assert(kLaneSlotBytes<1> == LaneLayout{0, 0, 1}.record_bytes() &&
+              kLaneSlotBytes<2> == LaneLayout{0, 0, 2}.record_bytes());
+// 16-byte chunks of a record past the codes, copied by the first lanes.
+template <int kHalves>
+constexpr int kLaneTailChunks = (kLaneSlotBytes<kHalves> - kLaneCodesBytes) / 16;
 
 template <int kHalves>
 struct LaneTile {
@@ -49,32 +54,25 @@ struct LaneTile {
   TileForm form;
 };
 
-// The lane's parts of the warp's tiles of one split, copied a tile at a time into a ring slot.
+// The warp's records of one split, copied a tile at a time into a ring slot: each lane its own 16 bytes of
+// codes, and the first lanes the rest of the record.
 template <int kHalves>
 struct LaneSource {
-  const uint4* codes;  // the lane's codes in the split's first tile
-  const char* words;   // its words there
-  const uint32_t* forms;
+  const char* record;  // the lane's chunk of codes in the split's first record
 
   __device__ __forceinline__ LaneSource(const DecodeParams& p, int64_t slice, int64_t kt0) {
     const int lane = threadIdx.x % 32;
-    const int64_t tile = slice * p.k_tiles + kt0;
-    codes = p.lane_codes + tile * 32 + lane;
-    words = reinterpret_cast<const char*>(p.lane_words) + (tile * 8 + lane / 4) * kLaneWordBytes<kHalves>;
-    forms = p.tile_forms + tile;
+    record = reinterpret_cast<const char*>(p.lane_records) +
+             (slice * p.k_tiles + kt0) * kLaneSlotBytes<kHalves> + lane * 16;
   }
 
   // Unsigned tile offsets, so that each address is one 32 x 32 + 64-bit multiply-add.
   __device__ __forceinline__ void copy(char* slot, uint32_t t) const {
     const int lane = threadIdx.x % 32;
-    copy16(slot + lane * 16, codes + t * 32u, true);
-    char* words_at = slot + kLaneCodesBytes + lane * kLaneWordBytes<kHalves>;
-    if constexpr (kHalves == 1) {
-      copy8(words_at, words + t * (8u * kLaneWordBytes<kHalves>));
-    } else {
-      copy16(words_at, words + t * (8u * kLaneWordBytes<kHalves>), true);
-    }
-    copy4(slot + kLaneFormsAt<kHalves> + lane * 4, forms + t, true);
+    const char* from = record + t * static_cast<uint32_t>(kLaneSlotBytes<kHalves>);
+    copy16(slot + lane * 16, from, true);
+    if (lane < kLaneTailChunks<kHalves>)
+      copy16(slot + kLaneCodesBytes + lane * 16, from + kLaneCodesBytes, true);
   }
 };
 
@@ -83,7 +81,7 @@ __device__ __forceinline__ LaneTile<kHalves> read_lane_tile(const char* slot) {
   const int lane = threadIdx.x % 32;
   LaneTile<kHalves> tile;
   tile.codes = *reinterpret_cast<const uint4*>(slot + lane * 16);
-  const char* words = slot + kLaneCodesBytes + lane * kLaneWordBytes<kHalves>;
+  const char* words = slot + kLaneCodesBytes + lane / 4 * kLaneWordBytes<kHalves>;
   if constexpr (kHalves == 1) {
     const uint2 w = *reinterpret_cast<const uint2*>(words);
     tile.words[0][0] = w.x, tile.words[0][1] = w.y;
@@ -91,8 +89,7 @@ __device__ __forceinline__ LaneTile<kHalves> read_lane_tile(const char* slot) {
     const uint4 w = *reinterpret_cast<const uint4*>(words);
     tile.words[0][0] = w.x, tile.words[0][1] = w.y, tile.words[1][0] = w.z, tile.words[1][1] = w.w;
   }
-  tile.form =
-      static_cast<TileForm>(*reinterpret_cast<const uint32_t*>(slot + kLaneFormsAt<kHalves> + lane * 4));
+  tile.form = static_cast<TileForm>(*reinterpret_cast<const uint32_t*>(slot + kLaneFormAt<kHalves>));
   return tile;
 }
 
@@ -223,12 +220,11 @@ cudaError_t run_lanes(DecodeGroup& group, cudaStream_t stream) {
 // What launch_decode_layout writes from: the weight's arrays and the layout's shape.
 struct LayoutArgs {
   DecodeParams w;  // the weight's fields (weight_params), with its layout's shape
-  uint4* codes;
-  uint32_t* words;
-  uint32_t* forms;
+  char* records;
+  int record_bytes;
 };
 
-// One thread a lane's 16 bytes of one tile (the layout above).
+// One thread a lane's 16 bytes of codes of one record (the layout above).
 __global__ void lane_codes_kernel(LayoutArgs a) {
   wait_for_previous_kernel();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -246,16 +242,18 @@ __global__ void lane_codes_kernel(LayoutArgs a) {
         words[2 * j + s / 2] |= byte << (8 * (2 * (s % 2) + h));
       }
   }
-  a.codes[i] = make_uint4(words[0], words[1], words[2], words[3]);
+  *reinterpret_cast<uint4*>(a.records + i / 32 * a.record_bytes + lane * 16) =
+      make_uint4(words[0], words[1], words[2], words[3]);
 }
 
-// One thread a tile of a slice: its columns' words, and the form tile_form gives them.
+// One thread a record: its columns' words, and the form tile_form gives them.
 __global__ void lane_words_kernel(LayoutArgs a) {
   wait_for_previous_kernel();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= a.w.slices * a.w.k_tiles) return;
   const int64_t tile = i % a.w.k_tiles, slice = i / a.w.k_tiles;
   const int halves = a.w.lane_halves;
+  auto* words = reinterpret_cast<uint32_t*>(a.records + i * a.record_bytes + LaneLayout::codes_bytes());
   bool exact = true, subnormal = true;
   for (int g = 0; g < 8; ++g)
     for (int h = 0; h < halves; ++h)
@@ -264,13 +262,14 @@ __global__ void lane_words_kernel(LayoutArgs a) {
         const int64_t k = tile * kTileK + 32 * h;
         const int64_t e = col * a.w.groups + (k >> a.w.group_shift);
         const uint32_t word = k < a.w.k ? a.w.scales[e] | static_cast<uint32_t>(a.w.biases[e]) << 16 : 0u;
-        a.words[((i * 8 + g) * halves + h) * kDecodeNTiles + j] = word;
+        words[(g * halves + h) * kDecodeNTiles + j] = word;
         const FormTests tests = form_tests(word);
         exact &= tests.exact;
         subnormal &= tests.subnormal;
       }
   const TileForm form = subnormal ? TileForm::subnormal : exact ? TileForm::packed : TileForm::f32;
-  a.forms[i] = static_cast<uint32_t>(form);
+  *reinterpret_cast<uint4*>(words + 8 * halves * kDecodeNTiles) =
+      make_uint4(static_cast<uint32_t>(form), 0u, 0u, 0u);
 }
 
 }  // namespace
@@ -296,9 +295,8 @@ cudaError_t launch_decode_layout(const WeightArgs& weight, void* layout, cudaStr
     return cudaErrorInvalidValue;
   LayoutArgs a{};
   a.w = weight_params(weight, layout);
-  a.codes = static_cast<uint4*>(layout);
-  a.words = const_cast<uint32_t*>(a.w.lane_words);
-  a.forms = const_cast<uint32_t*>(a.w.tile_forms);
+  a.records = static_cast<char*>(layout);
+  a.record_bytes = lane_layout(weight.out, weight.in, weight.group).record_bytes();
   constexpr int kThreads = 256;
   const int64_t lanes = a.w.slices * a.w.k_tiles * 32, tiles = a.w.slices * a.w.k_tiles;
   const auto blocks = [](int64_t threads) {

@@ -50,11 +50,9 @@ struct DecodeParams {
   int splits;
   int segment_tiles;  // k tiles of x staged in shared memory at a time
   bool x_vector;
-  // The weight's decode layout (k_matmul_decode_lanes.cu), or nullptr: its arrays, 16-column slices and
+  // The weight's decode layout (k_matmul_decode_lanes.cu), or nullptr: its records, 16-column slices and
   // scale words per column and tile.
-  const uint4* lane_codes;
-  const uint32_t* lane_words;
-  const uint32_t* tile_forms;
+  const uint4* lane_records;
   int64_t slices;
   int lane_halves;
 };

@@ -97,19 +97,24 @@ __global__ void shift_positions_kernel(const ops::SampleParams* in, ops::SampleP
   out[r] = params;
 }
 
-// Swaps the bytes of each code word's two halves of a k16 step (b0's codes with b1's).
-__global__ void swap_code_pairs_kernel(uint32_t* words, int64_t count) {
+// Swaps the bytes of each code word's two halves of a k16 step (b0's codes with b1's) in every record.
+__global__ void swap_code_pairs_kernel(char* records, int record_bytes, int code_words, int64_t count) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < count) words[i] = __byte_perm(words[i], 0u, 0x2301u);
+  if (i >= count) return;
+  auto* word = reinterpret_cast<uint32_t*>(records + i / code_words * record_bytes) + i % code_words;
+  *word = __byte_perm(*word, 0u, 0x2301u);
 }
 
 }  // namespace
 
 cudaError_t cuda_swap_layout_code_pairs(void* layout, int64_t out_features, int64_t in_features, int group,
                                         cudaStream_t stream) {
-  const int64_t count = cuda::matmul::lane_layout(out_features, in_features, group).codes_bytes() / 4;
+  const cuda::matmul::LaneLayout shape = cuda::matmul::lane_layout(out_features, in_features, group);
+  const int code_words = shape.codes_bytes() / 4;
+  const int64_t count = shape.slices * shape.tiles * code_words;
   if (count == 0) return cudaSuccess;
-  swap_code_pairs_kernel<<<blocks(count), kThreads, 0, stream>>>(static_cast<uint32_t*>(layout), count);
+  swap_code_pairs_kernel<<<blocks(count), kThreads, 0, stream>>>(static_cast<char*>(layout),
+                                                                 shape.record_bytes(), code_words, count);
   return cudaGetLastError();
 }
 
