@@ -6,9 +6,10 @@
 // kernel's 16-column chunks, word parities, bounds tests and form vote.
 //
 // The record (LaneLayout) of slice `slice` (16 columns, one warp's) and tile `tile`, [slices][tiles]:
-//   codes uint4   [32 lanes]: lane (g, t)'s word 2j + s/2, byte 2(s % 2) + h holds the codes of column
-//                 16 slice + 8j + g at k = 64 tile + 16s + 8h + 2t and k + 1 (the lower k in the low
-//                 nibble): b0 (h = 0) and b1 (h = 1) of k16 step s of column tile j;
+//   codes uint4   [32 lanes]: lane (g, t)'s word 2j + s/2 holds the codes of column 16 slice + 8j + g at
+//                 k = 64 tile + 16s + 8h + 2t and k + 1 in its nibbles p and p + 4, p = 2(s % 2) + h:
+//                 b0 (h = 0) and b1 (h = 1) of k16 step s of column tile j, so that a pair needs at most a
+//                 shift and a mask;
 //   words uint32  [8 g][halves][2 j]: scale | bias << 16 of that column for the tile's 32-wide half h (one
 //                 half for groups of 64 or more, as both halves share the group);
 //   form uint32   the TileForm tile_form gives the warp's tile, then 12 zero bytes.
@@ -93,51 +94,66 @@ __device__ __forceinline__ LaneTile<kHalves> read_lane_tile(const char* slot) {
   return tile;
 }
 
-// The byte of k step kStep's codes for b0 (kB = 0) or b1 (kB = 1) in its word, and the half it lies in.
-template <int kStep, int kB>
-constexpr int kLaneByte = 2 * (kStep % 2) + kB;
+// The half of a tile (its own scale words for groups of 32) that k step kStep lies in.
 template <int kHalves, int kStep>
 constexpr int kLaneHalf = kHalves == 2 ? kStep / 2 : 0;
 
-// Byte kByte of w as the bf16 pair 128 + q of its two codes (magic_pairs' form).
-template <int kByte>
-__device__ __forceinline__ uint32_t magic_byte(uint32_t w) {
-  return and_or(__byte_perm(w, 0u, 0x4440u | kByte) * 0x1001u, 0x000f000fu, 0x43004300u);
+// The lane's word of codes for k step kStep of column tile j, shifted so that b0's codes (k 2t and 2t + 1)
+// sit at bits 0 and 16 and b1's at bits 4 and 20.
+template <int kStep>
+__device__ __forceinline__ uint32_t step_codes(const uint4& codes, int j) {
+  const uint32_t code[4] = {codes.x, codes.y, codes.z, codes.w};
+  const uint32_t w = code[2 * j + kStep / 2];
+  return kStep % 2 == 0 ? w : w >> 8;
 }
 
-// The tile's four k16 steps in its form, each fragment built as the ring kernel builds it
-// (k_matmul_fragments.cuh) from the lane's own bytes.
+// Masked in place, b0's and b1's codes are the bf16 bits of q x 2^-133 and q x 2^-129 in both halves (the
+// subnormals and the first normal binade are spaced 2^-133 alike), so one fma with the scale pair shifted by
+// 2^133 or 2^129 rounds scale * q + bias once: subnormal_pair's form with one shift for the two halves.
+constexpr uint32_t kLaneScaleB0 = 133u << 7 | 133u << 23, kLaneScaleB1 = 129u << 7 | 129u << 23;
+
+// Codes at bits 0 and 16 of w as the bf16 pair 128 + q (magic_pairs' form).
+__device__ __forceinline__ uint32_t magic_low(uint32_t w) {
+  return and_or(w, 0x000f000fu, 0x43004300u);
+}
+
+// Codes at bits kAt and kAt + 16 of w moved to bits 0 and 4, for dequantize_pair.
+template <int kAt>
+__device__ __forceinline__ uint32_t code_byte(uint32_t w) {
+  return (w >> kAt & 0xfu) | (w >> (kAt + 12) & 0xf0u);
+}
+
+// The tile's four k16 steps in its form, each fragment the ring kernel's (k_matmul_fragments.cuh) for the
+// same codes, scales and biases.
 template <int kMTiles, bool kFull, int kHalves>
 __device__ __forceinline__ void multiply_lane_tile(const LaneTile<kHalves>& tile,
                                                    const uint32_t (&a_rows)[kMTiles], int local, int steps,
                                                    float (&acc)[kMTiles][kDecodeNTiles][4]) {
-  const uint32_t code[4] = {tile.codes.x, tile.codes.y, tile.codes.z, tile.codes.w};
   if (tile.form != TileForm::f32) {
-    const uint32_t offset = tile.form == TileForm::subnormal ? kSubnormalScaleOffset : 0u;
     uint32_t scale[kDecodeNTiles][kHalves], bias[kDecodeNTiles][kHalves];
 #pragma unroll
     for (int j = 0; j < kDecodeNTiles; ++j)
 #pragma unroll
       for (int h = 0; h < kHalves; ++h) {
-        scale[j][h] = __byte_perm(tile.words[h][j], 0u, 0x1010u) + offset;
+        scale[j][h] = __byte_perm(tile.words[h][j], 0u, 0x1010u);
         bias[j][h] = __byte_perm(tile.words[h][j], 0u, 0x3232u);
       }
     if (tile.form == TileForm::subnormal) {
       multiply_steps<kMTiles, kFull>(
           a_rows, local, steps, acc, [&](auto step, int j, uint32_t& b0, uint32_t& b1) {
             constexpr int kStep = decltype(step)::value, kH = kLaneHalf<kHalves, kStep>;
-            const uint32_t w = code[2 * j + kStep / 2];
-            b0 = subnormal_pair(w, 0x4040u | kLaneByte<kStep, 0> * 0x0101u, scale[j][kH], bias[j][kH]);
-            b1 = subnormal_pair(w, 0x4040u | kLaneByte<kStep, 1> * 0x0101u, scale[j][kH], bias[j][kH]);
+            const uint32_t w = step_codes<kStep>(tile.codes, j);
+            b0 = fma_bf16x2(scale[j][kH] + kLaneScaleB0, w & 0x000f000fu, bias[j][kH]);
+            b1 = fma_bf16x2(scale[j][kH] + kLaneScaleB1, w & 0x00f000f0u, bias[j][kH]);
           });
       return;
     }
     multiply_steps<kMTiles, kFull>(
         a_rows, local, steps, acc, [&](auto step, int j, uint32_t& b0, uint32_t& b1) {
           constexpr int kStep = decltype(step)::value, kH = kLaneHalf<kHalves, kStep>;
-          const uint32_t w = code[2 * j + kStep / 2];
-          b0 = packed_pair(magic_byte<kLaneByte<kStep, 0>>(w), scale[j][kH], bias[j][kH]);
-          b1 = packed_pair(magic_byte<kLaneByte<kStep, 1>>(w), scale[j][kH], bias[j][kH]);
+          const uint32_t w = step_codes<kStep>(tile.codes, j);
+          b0 = packed_pair(magic_low(w), scale[j][kH], bias[j][kH]);
+          b1 = packed_pair(magic_low(w >> 4), scale[j][kH], bias[j][kH]);
         });
     return;
   }
@@ -149,9 +165,9 @@ __device__ __forceinline__ void multiply_lane_tile(const LaneTile<kHalves>& tile
   multiply_steps<kMTiles, kFull>(
       a_rows, local, steps, acc, [&](auto step, int j, uint32_t& b0, uint32_t& b1) {
         constexpr int kStep = decltype(step)::value, kH = kLaneHalf<kHalves, kStep>;
-        const uint32_t w = code[2 * j + kStep / 2];
-        b0 = dequantize_pair<4, 0>(w >> (8 * kLaneByte<kStep, 0>), halves[j][kH]);
-        b1 = dequantize_pair<4, 2>(w >> (8 * kLaneByte<kStep, 1>), halves[j][kH]);
+        const uint32_t w = step_codes<kStep>(tile.codes, j);
+        b0 = dequantize_pair<4, 0>(code_byte<0>(w), halves[j][kH]);
+        b1 = dequantize_pair<4, 2>(code_byte<4>(w), halves[j][kH]);
       });
 }
 
@@ -238,8 +254,8 @@ __global__ void lane_codes_kernel(LayoutArgs a) {
     for (int s = 0; s < 4; ++s)
       for (int h = 0; h < 2; ++h) {
         const int64_t k = tile * kTileK + 16 * s + 8 * h + 2 * t;
-        const uint32_t byte = k < a.w.k ? row[k / 2] : 0u;
-        words[2 * j + s / 2] |= byte << (8 * (2 * (s % 2) + h));
+        const uint32_t byte = k < a.w.k ? row[k / 2] : 0u, nibble = 4 * (2 * (s % 2) + h);
+        words[2 * j + s / 2] |= (byte & 0xfu) << nibble | (byte >> 4) << (nibble + 16);
       }
   }
   *reinterpret_cast<uint4*>(a.records + i / 32 * a.record_bytes + lane * 16) =

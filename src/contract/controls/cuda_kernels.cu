@@ -97,12 +97,12 @@ __global__ void shift_positions_kernel(const ops::SampleParams* in, ops::SampleP
   out[r] = params;
 }
 
-// Swaps the bytes of each code word's two halves of a k16 step (b0's codes with b1's) in every record.
+// Swaps the nibbles of each code word's two halves of a k16 step (b0's codes with b1's) in every record.
 __global__ void swap_code_pairs_kernel(char* records, int record_bytes, int code_words, int64_t count) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= count) return;
   auto* word = reinterpret_cast<uint32_t*>(records + i / code_words * record_bytes) + i % code_words;
-  *word = __byte_perm(*word, 0u, 0x2301u);
+  *word = (*word & 0x0f0f0f0fu) << 4 | (*word >> 4 & 0x0f0f0f0fu);
 }
 
 }  // namespace
