@@ -22,10 +22,6 @@ __device__ __forceinline__ void copy4(void* shared, const void* global, bool val
                "r"(valid ? 4 : 0));
 }
 
-__device__ __forceinline__ void copy8(void* shared, const void* global) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(shared_address(shared)), "l"(global));
-}
-
 __device__ __forceinline__ void copy_commit() {
   asm volatile("cp.async.commit_group;\n" ::);
 }
