@@ -24,7 +24,8 @@ struct LaneLayout {
 
   static constexpr int codes_bytes() { return 32 * 16; }
   constexpr int words_bytes() const { return 8 * halves * kDecodeNTiles * 4; }
-  constexpr int record_bytes() const { return codes_bytes() + words_bytes() + 16; }
+  constexpr int form_at() const { return codes_bytes() + words_bytes(); }
+  constexpr int record_bytes() const { return form_at() + 16; }
   int64_t bytes() const { return slices * tiles * record_bytes(); }
 };
 

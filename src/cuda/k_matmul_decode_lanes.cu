@@ -39,11 +39,9 @@ constexpr int kLaneCodesBytes = LaneLayout::codes_bytes();
 template <int kHalves>
 constexpr int kLaneWordBytes = 8 * kHalves;  // the words of one lane's columns, which four lanes share
 template <int kHalves>
-constexpr int kLaneFormAt = kLaneCodesBytes + 8 * kLaneWordBytes<kHalves>;
+constexpr int kLaneFormAt = LaneLayout{0, 0, kHalves}.form_at();
 template <int kHalves>
-constexpr int kLaneSlotBytes = kLaneFormAt<kHalves> + 16;
-static_assert(kLaneSlotBytes<1> == LaneLayout{0, 0, 1}.record_bytes() &&
-              kLaneSlotBytes<2> == LaneLayout{0, 0, 2}.record_bytes());
+constexpr int kLaneSlotBytes = LaneLayout{0, 0, kHalves}.record_bytes();
 // 16-byte chunks of a record past the codes, copied by the first lanes.
 template <int kHalves>
 constexpr int kLaneTailChunks = (kLaneSlotBytes<kHalves> - kLaneCodesBytes) / 16;
@@ -269,7 +267,8 @@ __global__ void lane_words_kernel(LayoutArgs a) {
   if (i >= a.w.slices * a.w.k_tiles) return;
   const int64_t tile = i % a.w.k_tiles, slice = i / a.w.k_tiles;
   const int halves = a.w.lane_halves;
-  auto* words = reinterpret_cast<uint32_t*>(a.records + i * a.record_bytes + LaneLayout::codes_bytes());
+  char* record = a.records + i * a.record_bytes;
+  auto* words = reinterpret_cast<uint32_t*>(record + LaneLayout::codes_bytes());
   bool exact = true, subnormal = true;
   for (int g = 0; g < 8; ++g)
     for (int h = 0; h < halves; ++h)
@@ -284,7 +283,7 @@ __global__ void lane_words_kernel(LayoutArgs a) {
         subnormal &= tests.subnormal;
       }
   const TileForm form = subnormal ? TileForm::subnormal : exact ? TileForm::packed : TileForm::f32;
-  *reinterpret_cast<uint4*>(words + 8 * halves * kDecodeNTiles) =
+  *reinterpret_cast<uint4*>(record + LaneLayout{0, 0, halves}.form_at()) =
       make_uint4(static_cast<uint32_t>(form), 0u, 0u, 0u);
 }
 
