@@ -138,6 +138,11 @@ struct XSegments {
   // Stages the next segment when tile t (of the split starting at kt0) is its first; the whole block calls.
   __device__ __forceinline__ void reach(const DecodeParams& p, const DecodeSplit& split, int t) {
     if (t != 0 && t != first + p.segment_tiles) return;
+    stage(p, split, t);
+  }
+
+  // Stages the segment whose first tile is t (0, then each segment_tiles on); the whole block calls.
+  __device__ __forceinline__ void stage(const DecodeParams& p, const DecodeSplit& split, int t) {
     if (t > 0) __syncthreads();
     first = t;
     stage_x(rows, p, split.kt0 + t, min(p.segment_tiles, split.tiles - t), row_bytes);

@@ -12,8 +12,11 @@
 //                 shift and a mask;
 //   words uint32  [8 g][halves][2 j]: scale | bias << 16 of that column for the tile's 32-wide half h (one
 //                 half for groups of 64 or more, as both halves share the group);
-//   form uint32   the TileForm tile_form gives the warp's tile, then 12 zero bytes.
+//   form uint32   the TileForm tile_form gives the warp's tile in its low byte, with kSubnormalToEnd where
+//                 every tile from this one to the row's end takes the subnormal form; then 12 zero bytes.
 // Columns past n repeat the last column and codes or halves past k are zero, as the ring kernel reads them.
+// A warp whose split lies inside k and starts at a record marked kSubnormalToEnd takes a loop with the
+// subnormal form alone: the same fragments with no form dispatch or full-tile test a tile.
 #include <algorithm>
 
 #include "cuda/dependent_launch.cuh"
@@ -33,6 +36,9 @@ template <int kMTiles, int kHalves>
 constexpr int kLaneSlots = kMTiles == 1 ? (kHalves == 1 ? 8 : 6) : (kHalves == 1 ? 6 : 5);
 template <int kMTiles>
 constexpr int64_t kLaneSegmentBytes = kMTiles == 1 ? 16 * 1024 : kSegmentBytes;
+
+// The form word's mark: this tile and every later one of its row take the subnormal form.
+constexpr uint32_t kSubnormalToEnd = 0x100u;
 
 // A warp's ring slot holds one record (LaneLayout): the codes, then the words, then the form.
 constexpr int kLaneCodesBytes = LaneLayout::codes_bytes();
@@ -65,6 +71,12 @@ struct LaneSource {
              (slice * p.k_tiles + kt0) * kLaneSlotBytes<kHalves> + lane * 16;
   }
 
+  // Whether the split's first record is marked kSubnormalToEnd (a weight, read before the kernel ahead ends).
+  __device__ __forceinline__ bool subnormal_to_end() const {
+    const char* first = record - threadIdx.x % 32 * 16;
+    return (__ldg(reinterpret_cast<const uint32_t*>(first + kLaneFormAt<kHalves>)) & kSubnormalToEnd) != 0;
+  }
+
   // Unsigned tile offsets, so that each address is one 32 x 32 + 64-bit multiply-add.
   __device__ __forceinline__ void copy(char* slot, uint32_t t) const {
     const int lane = threadIdx.x % 32;
@@ -88,7 +100,7 @@ __device__ __forceinline__ LaneTile<kHalves> read_lane_tile(const char* slot) {
     const uint4 w = *reinterpret_cast<const uint4*>(words);
     tile.words[0][0] = w.x, tile.words[0][1] = w.y, tile.words[1][0] = w.z, tile.words[1][1] = w.w;
   }
-  tile.form = static_cast<TileForm>(*reinterpret_cast<const uint32_t*>(slot + kLaneFormAt<kHalves>));
+  tile.form = static_cast<TileForm>(*reinterpret_cast<const uint32_t*>(slot + kLaneFormAt<kHalves>) & 0xffu);
   return tile;
 }
 
@@ -121,14 +133,12 @@ __device__ __forceinline__ uint32_t code_byte(uint32_t w) {
   return (w >> kAt & 0xfu) | (w >> (kAt + 12) & 0xf0u);
 }
 
-// The tile's four k16 steps in its form, each fragment the ring kernel's (k_matmul_fragments.cuh) for the
-// same codes, scales and biases.
-template <int kMTiles, bool kFull, int kHalves>
-__device__ __forceinline__ void multiply_lane_tile(const LaneTile<kHalves>& tile,
-                                                   const uint32_t (&a_rows)[kMTiles], int local, int steps,
-                                                   float (&acc)[kMTiles][kDecodeNTiles][4]) {
-  if (tile.form != TileForm::f32) {
-    uint32_t scale[kDecodeNTiles][kHalves], bias[kDecodeNTiles][kHalves];
+// The tile's scale (for the packed form; + kLaneScaleB0 or B1 for the subnormal form) and bias pairs.
+template <int kHalves>
+struct LanePairs {
+  uint32_t scale[kDecodeNTiles][kHalves], bias[kDecodeNTiles][kHalves];
+
+  __device__ __forceinline__ explicit LanePairs(const LaneTile<kHalves>& tile) {
 #pragma unroll
     for (int j = 0; j < kDecodeNTiles; ++j)
 #pragma unroll
@@ -136,22 +146,42 @@ __device__ __forceinline__ void multiply_lane_tile(const LaneTile<kHalves>& tile
         scale[j][h] = __byte_perm(tile.words[h][j], 0u, 0x1010u);
         bias[j][h] = __byte_perm(tile.words[h][j], 0u, 0x3232u);
       }
-    if (tile.form == TileForm::subnormal) {
-      multiply_steps<kMTiles, kFull>(
-          a_rows, local, steps, acc, [&](auto step, int j, uint32_t& b0, uint32_t& b1) {
-            constexpr int kStep = decltype(step)::value, kH = kLaneHalf<kHalves, kStep>;
-            const uint32_t w = step_codes<kStep>(tile.codes, j);
-            b0 = fma_bf16x2(scale[j][kH] + kLaneScaleB0, w & 0x000f000fu, bias[j][kH]);
-            b1 = fma_bf16x2(scale[j][kH] + kLaneScaleB1, w & 0x00f000f0u, bias[j][kH]);
-          });
-      return;
-    }
+  }
+};
+
+// The tile's four k16 steps in the subnormal form.
+template <int kMTiles, bool kFull, int kHalves>
+__device__ __forceinline__ void multiply_subnormal_tile(const LaneTile<kHalves>& tile,
+                                                        const uint32_t (&a_rows)[kMTiles], int local,
+                                                        int steps, float (&acc)[kMTiles][kDecodeNTiles][4]) {
+  const LanePairs<kHalves> pairs(tile);
+  multiply_steps<kMTiles, kFull>(
+      a_rows, local, steps, acc, [&](auto step, int j, uint32_t& b0, uint32_t& b1) {
+        constexpr int kStep = decltype(step)::value, kH = kLaneHalf<kHalves, kStep>;
+        const uint32_t w = step_codes<kStep>(tile.codes, j);
+        b0 = fma_bf16x2(pairs.scale[j][kH] + kLaneScaleB0, w & 0x000f000fu, pairs.bias[j][kH]);
+        b1 = fma_bf16x2(pairs.scale[j][kH] + kLaneScaleB1, w & 0x00f000f0u, pairs.bias[j][kH]);
+      });
+}
+
+// The tile's four k16 steps in its form, each fragment the ring kernel's (k_matmul_fragments.cuh) for the
+// same codes, scales and biases.
+template <int kMTiles, bool kFull, int kHalves>
+__device__ __forceinline__ void multiply_lane_tile(const LaneTile<kHalves>& tile,
+                                                   const uint32_t (&a_rows)[kMTiles], int local, int steps,
+                                                   float (&acc)[kMTiles][kDecodeNTiles][4]) {
+  if (tile.form == TileForm::subnormal) {
+    multiply_subnormal_tile<kMTiles, kFull>(tile, a_rows, local, steps, acc);
+    return;
+  }
+  if (tile.form == TileForm::packed) {
+    const LanePairs<kHalves> pairs(tile);
     multiply_steps<kMTiles, kFull>(
         a_rows, local, steps, acc, [&](auto step, int j, uint32_t& b0, uint32_t& b1) {
           constexpr int kStep = decltype(step)::value, kH = kLaneHalf<kHalves, kStep>;
           const uint32_t w = step_codes<kStep>(tile.codes, j);
-          b0 = packed_pair(magic_low(w), scale[j][kH], bias[j][kH]);
-          b1 = packed_pair(magic_low(w >> 4), scale[j][kH], bias[j][kH]);
+          b0 = packed_pair(magic_low(w), pairs.scale[j][kH], pairs.bias[j][kH]);
+          b1 = packed_pair(magic_low(w >> 4), pairs.scale[j][kH], pairs.bias[j][kH]);
         });
     return;
   }
@@ -183,6 +213,11 @@ __device__ __forceinline__ void lanes_block(const DecodeParams& p, int64_t strip
   XSegments<kMTiles> x(shared + kDecodeWarps * kSlots * kSlot, p);
   // Warps past n read the last slice (their sums are never stored).
   const LaneSource<kHalves> source(p, min(col0 / kDecodeWarpCols, p.slices - 1), range.kt0);
+  // A split inside k whose tiles all take the subnormal form (the same form each tile's own test gives); not
+  // for 17 to 32 rows with two scale words a tile, where the second loop spills under the register cap.
+  constexpr bool kSubnormalLoop = kMTiles == 1 || kHalves == 1;
+  const bool subnormal =
+      kSubnormalLoop && range.tiles > 0 && range.full_tiles >= range.tiles && source.subnormal_to_end();
   // One commit group per tile (empty past the split), so tile t's copy is done once kSlots - 2 are pending.
 #pragma unroll
   for (int i = 0; i < kSlots - 1; ++i) {
@@ -192,19 +227,33 @@ __device__ __forceinline__ void lanes_block(const DecodeParams& p, int64_t strip
   wait_for_previous_kernel();  // the weights above do not depend on earlier launches; x and the sums do
   float acc[kMTiles][kDecodeNTiles][4] = {};
   int slot = 0;  // tile t's slot, t % kSlots
-  for (int t = 0; t < range.tiles; ++t) {
-    x.reach(p, range, t);
+  // Tile t from its slot, refilling the slot read one tile ago (this lane's reads of it are done, as its
+  // values were used then) with tile t + kSlots - 1.
+  const auto next_tile = [&](int t) {
     copy_wait<kSlots - 2>();
     const LaneTile<kHalves> tile = read_lane_tile<kHalves>(ring + slot * kSlot);
-    // The slot read one tile ago: this lane's reads of it are done, as its values were used then.
     if (t + kSlots - 1 < range.tiles)
       source.copy(ring + (slot == 0 ? kSlots - 1 : slot - 1) * kSlot, static_cast<uint32_t>(t + kSlots - 1));
     copy_commit();
     slot = slot + 1 == kSlots ? 0 : slot + 1;
-    if (t < range.full_tiles) {
-      multiply_lane_tile<kMTiles, true>(tile, x.a_rows, t - x.first, 4, acc);
-    } else {
-      multiply_lane_tile<kMTiles, false>(tile, x.a_rows, t - x.first, tile_steps(p, range, t), acc);
+    return tile;
+  };
+  // x a segment at a time, the whole block at each segment's first tile.
+  for (int first = 0; first < range.tiles; first += p.segment_tiles) {
+    x.stage(p, range, first);
+    const int end = min(first + p.segment_tiles, range.tiles);
+    if (kSubnormalLoop && subnormal) {
+      for (int t = first; t < end; ++t)
+        multiply_subnormal_tile<kMTiles, true>(next_tile(t), x.a_rows, t - first, 4, acc);
+      continue;
+    }
+    for (int t = first; t < end; ++t) {
+      const LaneTile<kHalves> tile = next_tile(t);
+      if (t < range.full_tiles) {
+        multiply_lane_tile<kMTiles, true>(tile, x.a_rows, t - first, 4, acc);
+      } else {
+        multiply_lane_tile<kMTiles, false>(tile, x.a_rows, t - first, tile_steps(p, range, t), acc);
+      }
     }
   }
   copy_wait<0>();
@@ -287,6 +336,21 @@ __global__ void lane_words_kernel(LayoutArgs a) {
       make_uint4(static_cast<uint32_t>(form), 0u, 0u, 0u);
 }
 
+// One thread a slice: marks each record from which every tile to the row's end takes the subnormal form.
+__global__ void lane_marks_kernel(LayoutArgs a) {
+  wait_for_previous_kernel();
+  const int64_t slice = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (slice >= a.w.slices) return;
+  const int form_at = LaneLayout{0, 0, a.w.lane_halves}.form_at();
+  bool to_end = true;
+  for (int64_t tile = a.w.k_tiles - 1; tile >= 0; --tile) {
+    auto* form =
+        reinterpret_cast<uint32_t*>(a.records + (slice * a.w.k_tiles + tile) * a.record_bytes + form_at);
+    to_end &= (*form & 0xffu) == static_cast<uint32_t>(TileForm::subnormal);
+    if (to_end) *form |= kSubnormalToEnd;
+  }
+}
+
 }  // namespace
 
 cudaError_t run_decode_lanes(DecodeGroup& group, cudaStream_t stream) {
@@ -321,6 +385,10 @@ cudaError_t launch_decode_layout(const WeightArgs& weight, void* layout, cudaStr
       code != cudaSuccess)
     return code;
   if (const cudaError_t code = launch_dependent(lane_words_kernel, blocks(tiles), kThreads, 0, stream, a);
+      code != cudaSuccess)
+    return code;
+  if (const cudaError_t code =
+          launch_dependent(lane_marks_kernel, blocks(a.w.slices), kThreads, 0, stream, a);
       code != cudaSuccess)
     return code;
   return cudaGetLastError();
