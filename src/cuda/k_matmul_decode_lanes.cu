@@ -12,11 +12,12 @@
 //                 shift and a mask;
 //   words uint32  [8 g][halves][2 j]: scale | bias << 16 of that column for the tile's 32-wide half h (one
 //                 half for groups of 64 or more, as both halves share the group);
-//   form uint32   the TileForm tile_form gives the warp's tile in its low byte, with kSubnormalToEnd where
-//                 every tile from this one to the row's end takes the subnormal form; then 12 zero bytes.
+//   form uint32   the TileForm tile_form gives the warp's tile in its low byte, and above it the run of
+//                 tiles from this one on that take the subnormal form (0 where this one does not); then 12
+//                 zero bytes.
 // Columns past n repeat the last column and codes or halves past k are zero, as the ring kernel reads them.
-// A warp whose split lies inside k and starts at a record marked kSubnormalToEnd takes a loop with the
-// subnormal form alone: the same fragments with no form dispatch or full-tile test a tile.
+// A warp whose split lies inside k and within the run of its first record takes a loop with the subnormal
+// form alone: the same fragments with no form dispatch or full-tile test a tile.
 #include <algorithm>
 
 #include "cuda/dependent_launch.cuh"
@@ -37,8 +38,8 @@ constexpr int kLaneSlots = kMTiles == 1 ? (kHalves == 1 ? 8 : 6) : (kHalves == 1
 template <int kMTiles>
 constexpr int64_t kLaneSegmentBytes = kMTiles == 1 ? 16 * 1024 : kSegmentBytes;
 
-// The form word's mark: this tile and every later one of its row take the subnormal form.
-constexpr uint32_t kSubnormalToEnd = 0x100u;
+// The form word's run of subnormal tiles starts at this bit.
+constexpr int kSubnormalRunShift = 8;
 
 // A warp's ring slot holds one record (LaneLayout): the codes, then the words, then the form.
 constexpr int kLaneCodesBytes = LaneLayout::codes_bytes();
@@ -71,10 +72,10 @@ struct LaneSource {
              (slice * p.k_tiles + kt0) * kLaneSlotBytes<kHalves> + lane * 16;
   }
 
-  // Whether the split's first record is marked kSubnormalToEnd (a weight, read before the kernel ahead ends).
-  __device__ __forceinline__ bool subnormal_to_end() const {
+  // The run of subnormal tiles from the split's first record (a weight, read before the kernel ahead ends).
+  __device__ __forceinline__ uint32_t subnormal_run() const {
     const char* first = record - threadIdx.x % 32 * 16;
-    return (__ldg(reinterpret_cast<const uint32_t*>(first + kLaneFormAt<kHalves>)) & kSubnormalToEnd) != 0;
+    return __ldg(reinterpret_cast<const uint32_t*>(first + kLaneFormAt<kHalves>)) >> kSubnormalRunShift;
   }
 
   // Unsigned tile offsets, so that each address is one 32 x 32 + 64-bit multiply-add.
@@ -216,8 +217,8 @@ __device__ __forceinline__ void lanes_block(const DecodeParams& p, int64_t strip
   // A split inside k whose tiles all take the subnormal form (the same form each tile's own test gives); not
   // for 17 to 32 rows with two scale words a tile, where the second loop spills under the register cap.
   constexpr bool kSubnormalLoop = kMTiles == 1 || kHalves == 1;
-  const bool subnormal =
-      kSubnormalLoop && range.tiles > 0 && range.full_tiles >= range.tiles && source.subnormal_to_end();
+  const bool subnormal = kSubnormalLoop && range.tiles > 0 && range.full_tiles >= range.tiles &&
+                         source.subnormal_run() >= static_cast<uint32_t>(range.tiles);
   // One commit group per tile (empty past the split), so tile t's copy is done once kSlots - 2 are pending.
 #pragma unroll
   for (int i = 0; i < kSlots - 1; ++i) {
@@ -336,18 +337,18 @@ __global__ void lane_words_kernel(LayoutArgs a) {
       make_uint4(static_cast<uint32_t>(form), 0u, 0u, 0u);
 }
 
-// One thread a slice: marks each record from which every tile to the row's end takes the subnormal form.
+// One thread a slice: each record's run of tiles from it on that take the subnormal form.
 __global__ void lane_marks_kernel(LayoutArgs a) {
   wait_for_previous_kernel();
   const int64_t slice = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (slice >= a.w.slices) return;
   const int form_at = LaneLayout{0, 0, a.w.lane_halves}.form_at();
-  bool to_end = true;
+  uint32_t run = 0;
   for (int64_t tile = a.w.k_tiles - 1; tile >= 0; --tile) {
     auto* form =
         reinterpret_cast<uint32_t*>(a.records + (slice * a.w.k_tiles + tile) * a.record_bytes + form_at);
-    to_end &= (*form & 0xffu) == static_cast<uint32_t>(TileForm::subnormal);
-    if (to_end) *form |= kSubnormalToEnd;
+    run = (*form & 0xffu) == static_cast<uint32_t>(TileForm::subnormal) ? run + 1 : 0u;
+    *form = (*form & 0xffu) | run << kSubnormalRunShift;
   }
 }
 
