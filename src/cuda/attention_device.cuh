@@ -25,7 +25,9 @@ constexpr int kMaxSegments = 16;
 // a warp, so that each staged partition serves four warps' rows.
 constexpr int kSlots = kWarps * kScoreSlots;
 constexpr int64_t kMaxChunkRows = 65535;
-constexpr size_t kScratchCap = size_t{256} << 20;
+// Prompt chunks take up to this much scratch: 2048 rows of a sliding layer (span 17) in one chunk instead of
+// three (the kernel bench's sliding and global prompt layers 6% and 7% faster than at 256 MiB).
+constexpr size_t kScratchCap = size_t{1} << 30;
 static_assert(kWarps * 16 == kPart, "each warp of a score block dots 16 keys of the partition");
 static_assert(kColumns == kThreads, "a values block stages one column per thread");
 static_assert(kWarps * 32 == kColumns, "each warp of a values block multiplies 32 columns");

@@ -200,13 +200,17 @@ bool CudaBackend::check_launch(std::string_view op, cudaError_t code) {
   return false;
 }
 
-void* CudaBackend::scratch(std::string_view op, size_t bytes) {
+void* CudaBackend::scratch(std::string_view op, size_t bytes, size_t least) {
   if (bytes <= scratch_bytes_) return scratch_;
   ++scratch_generation_;
   if (scratch_ != nullptr) arena_->release(scratch_);
   scratch_ = nullptr;
   scratch_bytes_ = 0;
   auto block = arena_->allocate(bytes);
+  if (!block && least > 0 && least < bytes) {  // a smaller scratch only takes more launches
+    bytes = least;
+    block = arena_->allocate(bytes);
+  }
   if (!block) {
     if (!failed())
       failure_ = Error{fmt::format("cuda.{}: scratch of {} bytes: {}", op, bytes, block.error().message)};
@@ -383,9 +387,9 @@ void CudaBackend::attention(const ops::AttentionLaunch& launch) {
   if (failed() || launch.rows == 0) return;
   std::vector<AttentionSegmentArgs> segments;
   const AttentionArgs args = attention_args(launch, segments);
-  const size_t bytes = std::max(attention_scratch_bytes(args), scratch_bytes_);
-  void* area = scratch("attention", bytes);
+  void* area = scratch("attention", attention_scratch_bytes(args), attention_scratch_minimum(args));
   if (area == nullptr) return;
+  const size_t bytes = scratch_bytes_;
   run(
       "attention", [&] { return launch_attention(args, area, bytes, stream_.get()); },
       [&] {

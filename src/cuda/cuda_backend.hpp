@@ -100,8 +100,9 @@ class CudaBackend final : public ops::Backend {
   template <typename Launch, typename Label>
   void run(std::string_view op, const Launch& launch, const Label& label);
   bool failed() const { return failure_.has_value(); }
-  // Device scratch of at least `bytes`, kept between ops and grown when needed.
-  void* scratch(std::string_view op, size_t bytes);
+  // Device scratch of at least `bytes`, kept between ops and grown when needed; where `bytes` cannot be had,
+  // at least `least` (the op's minimum) if that can. scratch_bytes_ then holds what there is.
+  void* scratch(std::string_view op, size_t bytes, size_t least = 0);
   // The matmul's split counters (launchers.hpp), allocated and zeroed on first use.
   unsigned* matmul_counters();
   // Matmuls of one x (one for a plain matmul) with their scratch and split counters, as `op`.
