@@ -5,6 +5,8 @@
 // rows times a few heads of one kv group, kScoreSlots a warp) so that each partition's keys or values are
 // staged in shared memory once for all of them instead of once per row. Tiles never cross a segment; a block
 // walks the absolute partitions its rows see, and each row keeps its own window within them.
+#include <algorithm>
+
 #include "cuda/attention_device.cuh"
 #include "cuda/dependent_launch.cuh"
 #include "cuda/launchers.hpp"
@@ -15,7 +17,7 @@ namespace attention {
 
 namespace {
 
-constexpr size_t kStaticTileBytes = 24 << 10;  // at least score_tile_kernel's static shared memory
+constexpr size_t kStaticTileBytes = 8 << 10;  // at least score_tile_kernel's static shared memory
 
 // The block's rows: tile blockIdx.z of the chunk (tiles of params.tile_rows rows, none crossing a segment),
 // each row's first visible key and position, and the absolute partitions lo..hi that any of them sees.
@@ -151,14 +153,15 @@ __global__ void __launch_bounds__(kThreads) score_tile_kernel(Params params) {
   const int dim = params.head_dim, stride = dot_stride(dim);
   uint16_t* queries = reinterpret_cast<uint16_t*>(dynamic_shared);  // [kSlots][stride]
   uint16_t* keys = queries + kSlots * stride;                       // [kPart][stride]
-  __shared__ float scores[kSlots][kScoreStride];
+  // The scores take the keys' place once every warp's dots are done (a third block an SM fits).
+  float(&scores)[kSlots][kScoreStride] = *reinterpret_cast<float(*)[kSlots][kScoreStride]>(keys);
   __shared__ int lo[kSlots], hi[kSlots];
   __shared__ float2 stats[kSlots];
   __shared__ Slot slots[kSlots];
   __shared__ TileRows tile;
-  static_assert(sizeof(scores) + sizeof(lo) + sizeof(hi) + sizeof(stats) + sizeof(slots) + sizeof(TileRows) <=
-                    kStaticTileBytes,
-                "kStaticTileBytes covers a score tile's static shared memory");
+  static_assert(
+      sizeof(lo) + sizeof(hi) + sizeof(stats) + sizeof(slots) + sizeof(TileRows) <= kStaticTileBytes,
+      "kStaticTileBytes covers a score tile's static shared memory");
   // A block past its tile's walk returns before copying anything (no copy may outlive its block).
   if (!load_tile(params, tile) || tile.part_lo + blockIdx.x > tile.part_hi) return;
   const HeadChunk chunk = head_chunk(params, blockIdx.y, params.tile_heads);
@@ -183,6 +186,7 @@ __global__ void __launch_bounds__(kThreads) score_tile_kernel(Params params) {
     // The warp's kScoreSlots query vectors against all the partition's keys.
     float dots[2 * kPart / 16][4];
     partition_dots<kPart / 16>(queries + warp * kScoreSlots * stride, keys, dim, 0, dots);
+    __syncthreads();  // every warp's dots are in: the scores may overwrite the keys
     each_fragment_element<1, 2 * kPart / 16>([&](int, int nt, int e) {
       const int slot = warp * kScoreSlots + fragment_row(lane, e), jj = nt * 8 + fragment_col(lane, e);
       const Slot& s = slots[slot];
@@ -282,9 +286,10 @@ unsigned walk_blocks(const Params& params) {
 }
 
 // score_tile_kernel's dynamic shared memory: the slots' query rows and a partition's key rows, as dots stage
-// them.
+// them, where the scores then go (at least their bytes).
 size_t tile_score_bytes(const Params& params) {
-  return static_cast<size_t>(kSlots + kPart) * dot_stride(params.head_dim) * sizeof(uint16_t);
+  const size_t row = dot_stride(params.head_dim) * sizeof(uint16_t);
+  return kSlots * row + std::max(kPart * row, sizeof(float) * kSlots * kScoreStride);
 }
 
 }  // namespace
