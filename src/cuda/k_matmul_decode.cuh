@@ -29,6 +29,10 @@ struct LaneLayout {
   int64_t bytes() const { return slices * tiles * record_bytes(); }
 };
 
+// A record's form word holds the TileForm in its low byte and, from this bit, the run of tiles from it on
+// that take the subnormal form.
+constexpr int kSubnormalRunShift = 8;
+
 inline LaneLayout lane_layout(int64_t n, int64_t k, int group) {
   return {(n + kDecodeWarpCols - 1) / kDecodeWarpCols, (k + kTileK - 1) / kTileK, group == 32 ? 2 : 1};
 }

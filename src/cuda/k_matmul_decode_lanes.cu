@@ -38,9 +38,6 @@ constexpr int kLaneSlots = kMTiles == 1 ? (kHalves == 1 ? 8 : 6) : (kHalves == 1
 template <int kMTiles>
 constexpr int64_t kLaneSegmentBytes = kMTiles == 1 ? 16 * 1024 : kSegmentBytes;
 
-// The form word's run of subnormal tiles starts at this bit.
-constexpr int kSubnormalRunShift = 8;
-
 // A warp's ring slot holds one record (LaneLayout): the codes, then the words, then the form.
 constexpr int kLaneCodesBytes = LaneLayout::codes_bytes();
 template <int kHalves>

@@ -148,11 +148,11 @@ class MatmulPromptOrder final : public CudaControl {
   }
 };
 
-// The real decode layout of a 4-bit weight with each lane's codes of a k16 step's two halves swapped: a
-// layout that the decode kernel reads otherwise than it was written. Rows of up to 32 take it (a weight with
-// a decode layout takes it whatever the backend's options, so the control makes one where the backend does
-// not).
-class MatmulLayoutHalvesSwapped final : public CudaControl {
+// The real decode layout of a 4-bit weight with one fault planted in it (Fault::plant): a layout that the
+// decode kernel reads otherwise than it was written. Rows of up to 32 take it (a weight with a decode layout
+// takes it whatever the backend's options, so the control makes one where the backend does not).
+template <class Fault>
+class MatmulLayoutFault final : public CudaControl {
  public:
   using CudaControl::CudaControl;
   Result<std::optional<ops::DeviceTensor>> prepare_weight(const ops::WeightLaunch& weight) override {
@@ -166,11 +166,24 @@ class MatmulLayoutHalvesSwapped final : public CudaControl {
             cuda::launch_decode_layout(cuda::weight_args(weight), made->view.data, stream()));
       *copy = std::move(*made);
     }
-    check("swap_layout_code_pairs",
-          cuda_swap_layout_code_pairs((*copy)->view.data, weight.out, weight.in, weight.group, stream()));
+    check(Fault::kName, Fault::plant((*copy)->view.data, weight.out, weight.in, weight.group, stream()));
     check("synchronize", cudaStreamSynchronize(stream()));  // whole before the next launch, as the real one
     return copy;
   }
+};
+
+// Each lane's codes of a k16 step's two halves swapped.
+struct HalvesSwapped {
+  static constexpr const char* kName = "swap_layout_code_pairs";
+  static constexpr auto plant = cuda_swap_layout_code_pairs;
+};
+
+// Every record's run of subnormal tiles reaching the end of k (lane_marks_kernel's runs unbroken by tiles of
+// other forms); the weights of the shapes gate are subnormal throughout, so only the stress gate's scales of
+// about 1 (packed tiles) see it.
+struct RunsUnbroken {
+  static constexpr const char* kName = "unbreak_subnormal_runs";
+  static constexpr auto plant = cuda_unbreak_subnormal_runs;
 };
 
 template <class Variant>
@@ -207,10 +220,14 @@ void register_cuda_controls(Registry& registry) {
                                             "sums the rows of calls over 64 rows in descending k"));
   // Only where rows of up to 32 take the decode kernel (PLUMB_CUDA_DECODE_MATMUL=0 gives them to the tiled
   // kernel, which never reads the layout).
-  if (cuda::CudaOptions::from_environment().decode_matmul)
-    list.push_back(on_cuda<MatmulLayoutHalvesSwapped>(
+  if (cuda::CudaOptions::from_environment().decode_matmul) {
+    list.push_back(on_cuda<MatmulLayoutFault<HalvesSwapped>>(
         "matmul/layout-halves-swapped-cuda", "matmul/12b-q-global-4bit-g64", Gate::shapes,
         "a decode layout with each lane's codes of a k16 step's two halves swapped"));
+    list.push_back(on_cuda<MatmulLayoutFault<RunsUnbroken>>(
+        "matmul/layout-runs-unbroken-cuda", "matmul/12b-q-global-4bit-g64", Gate::stress,
+        "a decode layout whose runs of subnormal tiles reach the end of k over tiles of other forms"));
+  }
   list.push_back(on_cuda<MatmulBf16Accumulator>("matmul/bf16-accumulator-cuda", "matmul/12b-k-global-f16",
                                                 Gate::stress,
                                                 "a device kernel that rounds the running sum to bf16"));

@@ -105,7 +105,28 @@ __global__ void swap_code_pairs_kernel(char* records, int record_bytes, int code
   *word = (*word & 0x0f0f0f0fu) << 4 | (*word >> 4 & 0x0f0f0f0fu);
 }
 
+// One thread a slice: every record's run of subnormal tiles counts every tile from it on, whatever their
+// forms (the low byte, the tile's own form, is kept).
+__global__ void unbreak_runs_kernel(char* records, int record_bytes, int form_at, int64_t slices,
+                                    int64_t tiles) {
+  const int64_t slice = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (slice >= slices) return;
+  for (int64_t tile = 0; tile < tiles; ++tile) {
+    auto* form = reinterpret_cast<uint32_t*>(records + (slice * tiles + tile) * record_bytes + form_at);
+    *form = (*form & 0xffu) | static_cast<uint32_t>(tiles - tile) << cuda::matmul::kSubnormalRunShift;
+  }
+}
+
 }  // namespace
+
+cudaError_t cuda_unbreak_subnormal_runs(void* layout, int64_t out_features, int64_t in_features, int group,
+                                        cudaStream_t stream) {
+  const cuda::matmul::LaneLayout shape = cuda::matmul::lane_layout(out_features, in_features, group);
+  if (shape.slices * shape.tiles == 0) return cudaSuccess;
+  unbreak_runs_kernel<<<blocks(shape.slices), kThreads, 0, stream>>>(
+      static_cast<char*>(layout), shape.record_bytes(), shape.form_at(), shape.slices, shape.tiles);
+  return cudaGetLastError();
+}
 
 cudaError_t cuda_swap_layout_code_pairs(void* layout, int64_t out_features, int64_t in_features, int group,
                                         cudaStream_t stream) {

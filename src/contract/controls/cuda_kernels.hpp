@@ -36,6 +36,12 @@ cudaError_t cuda_matmul_bf16_descending(const uint16_t* x, int64_t x_stride, con
 cudaError_t cuda_swap_layout_code_pairs(void* layout, int64_t out_features, int64_t in_features, int group,
                                         cudaStream_t stream);
 
+// In a 4-bit weight's decode layout, marks every record's run of subnormal tiles as reaching the end of k,
+// whatever the forms of the tiles after it: the decode kernel then takes the subnormal loop over tiles that
+// need the packed or f32 form.
+cudaError_t cuda_unbreak_subnormal_runs(void* layout, int64_t out_features, int64_t in_features, int group,
+                                        cudaStream_t stream);
+
 // out[r] = in[r] with position + shift: draw options keyed by another position than the op was given.
 cudaError_t cuda_shift_draw_positions(const ops::SampleParams* in, ops::SampleParams* out, int64_t rows,
                                       int64_t shift, cudaStream_t stream);
