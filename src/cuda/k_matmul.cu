@@ -8,6 +8,7 @@
 // makes the same sums with the codes streamed through shared memory. Affine weights are dequantized in the
 // kernel to bf16(scale * q + bias) (k_matmul_tiles.cuh); f16 and f32 weights go to k_matmul_simt.cu.
 #include <algorithm>
+#include <bit>
 #include <span>
 
 #include "cuda/dependent_launch.cuh"
@@ -53,6 +54,7 @@ __device__ void run_tiles(const Params& p, char* shared, Accumulators<L>& acc, A
   wait_for_previous_kernel();
   load.x_ahead(L::kStages - 1, kt0, tiles);
   each_fragment_element<L::kMTiles, L::kNTiles>([&](int mt, int nt, int e) { acc[mt][nt][e] = 0.0f; });
+  SplitCursor<int64_t> split(kt0, kt1, p.tiles_per_split);
   for (int64_t t = 0; t < tiles; ++t) {
     copy_wait<L::kStages - 2>();
     __syncthreads();
@@ -70,8 +72,10 @@ __device__ void run_tiles(const Params& p, char* shared, Accumulators<L>& acc, A
     }
     copy_commit();
     multiply<L>(reinterpret_cast<const uint4*>(stage), b_tile, acc, warp_m, warp_n);
-    const int64_t kt = kt0 + t;
-    if (ends_split(p, kt, kt1)) fold_split<L>(acc, total, kt / p.tiles_per_split == kt0 / p.tiles_per_split);
+    if (split.ends(kt0 + t)) {
+      fold_split<L>(acc, total, split.first());
+      split.next();
+    }
   }
   copy_wait<0>();
 }
@@ -92,6 +96,7 @@ __device__ void run_tiles_warpgroups(const Params& p, char* shared, Accumulators
   load.weights_ahead(kAhead, kt0, tiles);
   wait_for_previous_kernel();
   load.x_ahead(kAhead, kt0, tiles);
+  SplitCursor<int64_t> split(kt0, kt1, p.tiles_per_split);
   for (int64_t t = 0; t < tiles; ++t) {
     copy_wait<kAhead - 1>();
     fence_async_shared();
@@ -107,16 +112,17 @@ __device__ void run_tiles_warpgroups(const Params& p, char* shared, Accumulators
     }
     const int64_t kt = kt0 + t;
     const uint32_t a_rows = shared_address(stage) + (threadIdx.x / 128) * 64 * kTileK * 2;
-    multiply_warpgroup<L>(a_rows, shared_address(b_tile), acc, kt == kt0 || kt % p.tiles_per_split == 0);
+    multiply_warpgroup<L>(a_rows, shared_address(b_tile), acc, split.starts(kt));
     const int64_t next = t + kAhead;
     if (next < tiles) {
       load.x(static_cast<int>(next % L::kStages), kt0 + next);
       load.weight(static_cast<int>(next % L::kStages), kt0 + next);
     }
     copy_commit();
-    if (ends_split(p, kt, kt1)) {
+    if (split.ends(kt)) {
       wgmma_wait<0>();
-      fold_split<L, false>(acc, total, kt / p.tiles_per_split == kt0 / p.tiles_per_split);
+      fold_split<L, false>(acc, total, split.first());
+      split.next();
     } else {
       wgmma_wait<1>();
     }
@@ -307,7 +313,7 @@ Params params_for(const MatmulArgs& launch, void* scratch) {
     p.packed = weight.packed;
     p.scales = weight.scales;
     p.biases = weight.biases;
-    p.group = weight.group;
+    p.group_shift = std::countr_zero(static_cast<unsigned>(weight.group));
   } else {
     p.dense = static_cast<const uint16_t*>(weight.dense);
     p.dense_vector = aligned16(weight.dense) && p.k % 8 == 0;

@@ -12,6 +12,7 @@
 #include "cuda/bf16.cuh"
 #include "cuda/kernel_args.hpp"
 #include "cuda/mma.cuh"
+#include "cuda/split_cursor.hpp"
 #include "cuda/wgmma.cuh"
 
 namespace plumb::cuda::matmul {
@@ -54,7 +55,7 @@ struct Params {
   const uint16_t* scales;  // affine bf16 [n, k / group]
   const uint16_t* biases;
   int64_t n, k;
-  int group;
+  int group_shift;  // affine groups are 32, 64 or 128 inputs: log2 of it, so each group index is a shift
   void* out;
   bool out_f32;
   int64_t out_stride;
@@ -165,12 +166,12 @@ __device__ __forceinline__ void load_affine(char* stage, const Params& p, int64_
     const bool present = n < p.n && kt * kTileK + (w / kBits) * 32 < p.k;
     copy4(codes + i, p.packed + (present ? n * row_words + kt * 2 * kBits + w : 0), present);
   }
-  const int64_t groups = p.k / p.group;
+  const int64_t groups = p.k >> p.group_shift;
   const int64_t last = p.n * groups - 1;
   for (int i = threadIdx.x; i < kTileN * 2; i += kThreads) {
     const int64_t n = n0 + i / 2, k_half = kt * kTileK + (i % 2) * 32;
     const bool present = n < p.n && k_half < p.k;
-    const int64_t e = present ? n * groups + k_half / p.group : 0;
+    const int64_t e = present ? n * groups + (k_half >> p.group_shift) : 0;
     if (present && e == last && (e & 1) == 0) {
       // The aligned word holding the very last element would reach past the array: copy it alone.
       scale_words[i] = p.scales[e];
@@ -260,7 +261,7 @@ __device__ __forceinline__ void dequantize(const char* stage, uint4* tile, const
   const bool present = n < p.n && k_half < p.k;
   uint32_t words[kBits];
   half_row_codes<kBits>(codes, threadIdx.x, words);
-  const int64_t e = present ? n * (p.k / p.group) + k_half / p.group : 0;
+  const int64_t e = present ? n * (p.k >> p.group_shift) + (k_half >> p.group_shift) : 0;
   const int select = (e & 1) ? 16 : 0;
   dequantize_half_row<kBits>(tile, r, h, words, present,
                              bf16_value(static_cast<uint16_t>(scale_words[threadIdx.x] >> select)),
@@ -347,11 +348,6 @@ struct StageLoads {
     }
   }
 };
-
-// Whether k tile kt ends a K split (every tiles_per_split tiles from 0) or the block's range [kt0, kt1).
-__device__ __forceinline__ bool ends_split(const Params& p, int64_t kt, int64_t kt1) {
-  return (kt + 1) % p.tiles_per_split == 0 || kt + 1 == kt1;
-}
 
 // At the end of a K split: total = acc for the block's first split, total += acc after; acc restarts at zero
 // (wgmma restarts by not accumulating instead).
@@ -453,11 +449,11 @@ __device__ __forceinline__ void write_tile(const Params& p, const Accumulators<L
 template <class L>
 __device__ __forceinline__ void multiply_warpgroup(uint32_t a_rows, uint32_t b_tile, Accumulators<L>& acc,
                                                    bool split_start) {
+  const uint64_t a = wgmma_descriptor(a_rows), b = wgmma_descriptor(b_tile);
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < kTileK / 16; ++kk)
-    wgmma_m64n128k16(acc[0], wgmma_descriptor(a_rows + kk * 32), wgmma_descriptor(b_tile + kk * 32),
-                     !(split_start && kk == 0));
+    wgmma_m64n128k16(acc[0], wgmma_step(a, kk), wgmma_step(b, kk), !(split_start && kk == 0));
   wgmma_commit();
 }
 #endif

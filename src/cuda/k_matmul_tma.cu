@@ -128,7 +128,7 @@ __device__ void dequantize_stage(const Params& p, const uint32_t* codes, uint4* 
   const int r = c / 2, h = c % 2;
   const int64_t n = n0 + r, k_half = kt * kTileK + h * 32;
   const bool present = n < p.n && k_half < p.k;
-  const int64_t e = present ? n * (p.k / p.group) + k_half / p.group : 0;
+  const int64_t e = present ? n * (p.k >> p.group_shift) + (k_half >> p.group_shift) : 0;
   uint32_t words[kBits];
   half_row_codes<kBits>(codes, c, words);
   dequantize_half_row<kBits>(tile, r, h, words, present, bf16_value(p.scales[e]), bf16_value(p.biases[e]));
@@ -147,6 +147,7 @@ __device__ void consume(const Ring<kBits>& ring, const Params& p, const RingWork
     const RingItem it = ring_item(p, work, item);
     const int first = t;
     Accumulators<L> acc, total;
+    SplitCursor<int> split(it.kt0, it.kt1, static_cast<int>(p.tiles_per_split));
     for (int kt = it.kt0; kt < it.kt1; ++kt, ++t) {
       const int slot = t % kRingStages;
       barrier_wait(ring.full(slot), static_cast<uint32_t>(t / kRingStages & 1));
@@ -160,12 +161,13 @@ __device__ void consume(const Ring<kBits>& ring, const Params& p, const RingWork
         b_tile = shared_address(tile);
       }
       const uint32_t a_rows = shared_address(ring.x_tile(slot)) + group * 64 * kTileK * 2;
-      multiply_warpgroup<L>(a_rows, b_tile, acc, kt == it.kt0 || kt % p.tiles_per_split == 0);
+      multiply_warpgroup<L>(a_rows, b_tile, acc, split.starts(kt));
       wgmma_wait<1>();
       if (t > first && lead) barrier_arrive(ring.empty((t - 1) % kRingStages));
-      if (ends_split(p, kt, it.kt1)) {
+      if (split.ends(kt)) {
         wgmma_wait<0>();
-        fold_split<L, false>(acc, total, kt / p.tiles_per_split == it.kt0 / p.tiles_per_split);
+        fold_split<L, false>(acc, total, split.first());
+        split.next();
       }
     }
     wgmma_wait<0>();  // the last tile ends a split, so nothing is in flight; the compiler cannot tell

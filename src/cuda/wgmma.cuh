@@ -23,6 +23,12 @@ __device__ __forceinline__ uint64_t wgmma_descriptor(uint32_t address) {
          uint64_t{1} << 62;
 }
 
+// The descriptor of k16 step kk of a tile: 32 bytes on is 2 in the address field, which cannot carry out of
+// it (shared addresses stay below 2^18), so the step is one add rather than the address masked and shifted.
+__device__ __forceinline__ uint64_t wgmma_step(uint64_t tile_descriptor, int kk) {
+  return tile_descriptor + static_cast<uint64_t>(2 * kk);
+}
+
 // Orders this thread's shared-memory writes (stores, cp.async) before the tensor cores' asynchronous reads.
 __device__ __forceinline__ void fence_async_shared() {
 #if PLUMB_WGMMA
