@@ -99,13 +99,14 @@ __device__ Slot slot_at(const Params& params, const TileRows& tile, const HeadCh
   return s;
 }
 
-// The tile's rows of the partition's key or value cache, columns column0 .. column0 + width - 1 (8-aligned),
-// copied (cp.async, one group) into rows of `stride` bf16, zeros for positions outside the rows' span (the
-// lowest first key to the highest position) and past head_dim.
+// The partition's rows of the key or value cache at positions key_lo..key_hi (the tile's span, or one slot's
+// window), columns column0 .. column0 + width - 1 (8-aligned), copied (cp.async, one group) into rows of
+// `stride` bf16, zeros for the partition's other positions and past head_dim.
 __device__ void copy_cache(const Params& params, const TileRows& tile, const uint16_t* cache, int64_t part,
-                           int column0, int width, int stride, int kv_head, uint16_t* staged) {
+                           int column0, int width, int stride, int kv_head, uint16_t* staged, int64_t key_lo,
+                           int64_t key_hi) {
   const int pieces = width / 8;
-  const int64_t lo = max(part * kPart, tile.key_lo), hi = min(part * kPart + kPart - 1, tile.key_hi);
+  const int64_t lo = max(part * kPart, key_lo), hi = min(part * kPart + kPart - 1, key_hi);
   // The partition's slots: (base + jj) % capacity, one division for the partition instead of one a copy.
   const int64_t capacity = tile.segment.capacity, base = part * kPart % capacity;
   for (int i = static_cast<int>(threadIdx.x); i < kPart * pieces; i += kThreads) {
@@ -174,7 +175,8 @@ __global__ void __launch_bounds__(kThreads) score_tile_kernel(Params params) {
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   for (int64_t part = tile.part_lo + blockIdx.x; part <= tile.part_hi; part += gridDim.x) {
     __syncthreads();  // the last partition's keys, scores and slots are used
-    copy_cache(params, tile, tile.segment.keys, part, 0, dim, stride, chunk.kv_head, keys);  // any key values
+    copy_cache(params, tile, tile.segment.keys, part, 0, dim, stride, chunk.kv_head, keys, tile.key_lo,
+               tile.key_hi);  // any key values
     place_slots(params, tile, chunk, part, slots, nullptr);
     if (threadIdx.x < kSlots) {
       const Slot& s = slots[threadIdx.x];
@@ -222,27 +224,28 @@ __device__ void write_partials(const Params& params, const Slot* slots, const ui
 
 // Split rows' partial sums: one block per (partition of the walk, kv head, chunk of heads and strip of
 // columns, tile); the slots' weights and the partition's values staged as bf16, then tensor-core sums. The
-// values are copied while the weights are made.
-__global__ void __launch_bounds__(kThreads, 4) values_tile_kernel(Params params) {
+// values are copied while the weights are made. Six blocks an SM (79 registers, 31 KiB of shared memory).
+__global__ void __launch_bounds__(kThreads, 6) values_tile_kernel(Params params) {
   wait_for_previous_kernel();
   __shared__ __align__(16) uint16_t weights[kSlots * kWeightStride];
   __shared__ __align__(16) uint16_t values[kPart * kValueStride];
-  __shared__ __align__(16) uint16_t masked[kPart * kValueStride];
   __shared__ Slot slots[kSlots];
   __shared__ float2 norms[kSlots];
   __shared__ TileRows tile;
   static_assert(
-      sizeof(weights) + sizeof(values) + sizeof(masked) + sizeof(slots) + sizeof(norms) + sizeof(TileRows) <=
-          48 << 10,
-      "a values tile's static shared memory is within the 48 KiB a block has without opting in");
+      sizeof(weights) + sizeof(values) + sizeof(slots) + sizeof(norms) + sizeof(TileRows) <= 32 << 10,
+      "six values tiles fit an SM's shared memory");
   if (!load_tile(params, tile)) return;
   const HeadChunk chunk =
       head_chunk(params, static_cast<int>(blockIdx.y) / params.column_chunks, params.tile_heads);
   const int column0 = static_cast<int>(blockIdx.y) % params.column_chunks * kColumns;
+  const auto stage_values = [&](int64_t part, int64_t key_lo, int64_t key_hi) {
+    copy_cache(params, tile, tile.segment.values, part, column0, kColumns, kValueStride, chunk.kv_head,
+               values, key_lo, key_hi);
+  };
   for (int64_t part = tile.part_lo + blockIdx.x; part <= tile.part_hi; part += gridDim.x) {
     __syncthreads();  // the last partition's weights, values and slots are used
-    copy_cache(params, tile, tile.segment.values, part, column0, kColumns, kValueStride, chunk.kv_head,
-               values);
+    stage_values(part, tile.key_lo, tile.key_hi);
     place_slots(params, tile, chunk, part, slots, norms);
     __syncthreads();
     constexpr int kPerThread = kSlots * kPart / kThreads;
@@ -262,19 +265,15 @@ __global__ void __launch_bounds__(kThreads, 4) values_tile_kernel(Params params)
       continue;
     }
     // A staged value is not finite: a slot that does not see its key would take 0 x inf where the decode
-    // kernel stages a zero, so each slot multiplies its own copy with the keys it does not see zeroed.
+    // kernel stages a zero, so each slot multiplies the values staged again with only the keys it sees.
     for (int k = 0; k < kSlots; ++k) {
       const Slot& s = slots[k];
       if (!s.valid) continue;  // the same for the whole block
-      __syncthreads();         // the last slot's copy is used
-      constexpr int kRowPieces = kValueStride / 8;
-      for (int i = static_cast<int>(threadIdx.x); i < kPart * kRowPieces; i += kThreads) {
-        const int jj = i / kRowPieces;
-        reinterpret_cast<uint4*>(masked)[i] =
-            jj >= s.lo && jj <= s.hi ? reinterpret_cast<const uint4*>(values)[i] : make_uint4(0u, 0u, 0u, 0u);
-      }
+      __syncthreads();         // the last slot's values are used
+      stage_values(part, part * kPart + s.lo, part * kPart + s.hi);
+      copy_wait<0>();
       __syncthreads();
-      write_partials(params, slots, weights, masked, column0, k);
+      write_partials(params, slots, weights, values, column0, k);
     }
   }
 }
