@@ -87,6 +87,10 @@ struct Layout {
   static constexpr int kStageBytes = kABytes + kBBytes;
   static constexpr int kDequantizedBytes = kBits == 0 ? 0 : kTileN * kTileK * 2 * (kWarpgroups ? 2 : 1);
   static constexpr int kAlignBytes = kWarpgroups ? 1024 : 0;  // wgmma's swizzle needs 1024-byte aligned tiles
+  // write_tile's paired stores: not in the 16-row tile, whose few outputs gain nothing from them while their
+  // registers (72 -> 83, so 88 allocated) cost it its third block an SM (1 row: 75.6% -> 65% of the copy
+  // bound).
+  static constexpr bool kPairedStores = kRowsTile != 16;
   static constexpr int kSharedBytes = kStages * kStageBytes + kDequantizedBytes + kAlignBytes;
 };
 
@@ -418,10 +422,10 @@ __device__ __forceinline__ void run_group_member(const Group& group, const Body&
 }
 
 // Writes a block's totals: its rows of out (bf16 once, or f32), or with cross-block splits its split's
-// partials (fp32 [splits, rows, n], this one split `split`) for the reduce to add.
+// partials (fp32 [splits, rows, n], this one split `split`) for the reduce to add; one element a store.
 template <class L>
-__device__ __forceinline__ void write_tile(const Params& p, const Accumulators<L>& total, int64_t m0,
-                                           int64_t n0, int64_t split, int warp_m, int warp_n, int lane) {
+__device__ __forceinline__ void write_elements(const Params& p, const Accumulators<L>& total, int64_t m0,
+                                               int64_t n0, int64_t split, int warp_m, int warp_n, int lane) {
   const bool to_partial = p.cross && p.splits > 1;
   // The lane's first element in 64 bits once, the rest as small offsets: recomputing each element's 64-bit
   // row spilled 12 bytes in the affine ring kernels at their 168-register cap.
@@ -440,6 +444,54 @@ __device__ __forceinline__ void write_tile(const Params& p, const Accumulators<L
       static_cast<uint16_t*>(p.out)[row * p.out_stride + col] = bf16_bits(value);
     }
   });
+}
+
+// write_elements with a fragment's elements e and e + 1 (adjacent columns) as one store where the output's
+// rows allow it: two bf16 in 32 bits or two floats in 64, half the store instructions; the same values.
+template <class L>
+__device__ __forceinline__ void write_pairs(const Params& p, const Accumulators<L>& total, int64_t m0,
+                                            int64_t n0, int64_t split, int warp_m, int warp_n, int lane) {
+  const bool to_partial = p.cross && p.splits > 1;
+  const bool f32 = to_partial || p.out_f32;
+  const int64_t stride = to_partial ? p.n : p.out_stride;
+  char* base =
+      to_partial ? reinterpret_cast<char*>(p.partial + split * p.rows * p.n) : static_cast<char*>(p.out);
+  const int element_bytes = f32 ? 4 : 2;
+  const bool paired = stride % 2 == 0 && reinterpret_cast<uintptr_t>(base) % (2 * element_bytes) == 0;
+  const int64_t row0 = m0 + warp_m * L::kWarpRows + fragment_row(lane, 0);
+  const int64_t col0 = n0 + warp_n * L::kWarpCols + fragment_col(lane, 0);  // even
+  const auto store = [&](char* at, int j, float value) {
+    if (f32)
+      reinterpret_cast<float*>(at)[j] = value;
+    else
+      reinterpret_cast<uint16_t*>(at)[j] = bf16_bits(value);
+  };
+  each_fragment_element<L::kMTiles, L::kNTiles>([&](int mt, int nt, int e) {
+    if (e % 2 == 1) return;  // goes out with element e - 1
+    const int64_t row = row0 + mt * 16 + (fragment_row(lane, e) - fragment_row(lane, 0));
+    const int64_t col = col0 + nt * 8;
+    if (row >= p.rows || col >= p.n) return;
+    const float low = total[mt][nt][e], high = total[mt][nt][e + 1];
+    char* at = base + (row * stride + col) * element_bytes;
+    if (paired && col + 1 < p.n) {
+      if (f32)
+        *reinterpret_cast<float2*>(at) = make_float2(low, high);
+      else
+        *reinterpret_cast<uint32_t*>(at) = bf16_bits(low) | static_cast<uint32_t>(bf16_bits(high)) << 16;
+    } else {
+      store(at, 0, low);
+      if (col + 1 < p.n) store(at, 1, high);
+    }
+  });
+}
+
+template <class L>
+__device__ __forceinline__ void write_tile(const Params& p, const Accumulators<L>& total, int64_t m0,
+                                           int64_t n0, int64_t split, int warp_m, int warp_n, int lane) {
+  if constexpr (L::kPairedStores)
+    write_pairs<L>(p, total, m0, n0, split, warp_m, warp_n, lane);
+  else
+    write_elements<L>(p, total, m0, n0, split, warp_m, warp_n, lane);
 }
 
 #if PLUMB_WGMMA
