@@ -12,7 +12,7 @@
 #include <span>
 
 #include "cuda/dependent_launch.cuh"
-#include "cuda/k_matmul_tiles.cuh"
+#include "cuda/k_matmul_blocks.cuh"
 #include "cuda/launchers.hpp"
 #include "cuda/wgmma.cuh"
 

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "cuda/dependent_launch.cuh"
+#include "cuda/k_matmul_blocks.cuh"
 #include "cuda/k_matmul_fragments.cuh"
 #include "cuda/launchers.hpp"
 

@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "cuda/dependent_launch.cuh"
-#include "cuda/k_matmul_tiles.cuh"
+#include "cuda/k_matmul_blocks.cuh"
 #include "cuda/launchers.hpp"
 #include "cuda/tma.cuh"
 
