@@ -231,6 +231,12 @@ std::vector<KernelResources> updated_records(const std::vector<KernelResources>&
     const auto it = op_of.find(record.kernel);
     record.op = it == op_of.end() ? "-" : it->second;
   }
+  // Records of targets this build did not compile stay as they were (an sm_90a build updating its records
+  // keeps those an all-targets build made for sm_80, sm_89 and sm_120).
+  std::set<std::string> compiled;
+  for (const KernelResources& kernel : report) compiled.insert(kernel.target);
+  for (const KernelResources& record : old_records)
+    if (!compiled.count(record.target)) records.push_back(record);
   return records;
 }
 

@@ -33,7 +33,8 @@ std::string format_records(const std::vector<KernelResources>& records, std::str
 // One line per problem: a kernel without a record, a record without a kernel, a changed kernel, spills.
 std::vector<std::string> compare_records(const std::vector<KernelResources>& records,
                                          const std::vector<KernelResources>& report);
-// The report's kernels as records, keeping the op of every kernel the old records already name.
+// The report's kernels as records, keeping the op of every kernel the old records already name, and the old
+// records of targets the report does not hold.
 std::vector<KernelResources> updated_records(const std::vector<KernelResources>& old_records,
                                              const std::vector<KernelResources>& report);
 

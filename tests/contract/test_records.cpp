@@ -117,6 +117,23 @@ TEST(Records, UpdateKeepsOpsAndRoundTrips) {
   EXPECT_TRUE(compare_records(*reread, *report).empty());
 }
 
+TEST(Records, UpdateKeepsTheRecordsOfTargetsNotCompiled) {
+  auto report = parse_compiler_report(fixture("resources_ptxas.txt"));
+  ASSERT_TRUE(report.ok());
+  KernelResources other{};
+  other.target = "sm_120";
+  other.kernel = "_Z8tile_sumPfPKfi";
+  other.op = "add";
+  other.registers = 40;
+  const auto updated = updated_records({other}, *report);
+  ASSERT_EQ(updated.size(), report->size() + 1);
+  const KernelResources* kept = find(updated, "_Z8tile_sumPfPKfi", "sm_120");
+  ASSERT_NE(kept, nullptr);
+  EXPECT_EQ(kept->registers, 40);
+  EXPECT_EQ(find(updated, "_Z8tile_sumPfPKfi", "sm_80")->op, "add");  // the kernel's op, from another target
+  EXPECT_TRUE(compare_records(updated, *report).empty());
+}
+
 TEST(Records, AnonymousNamespaceHashesAreDropped) {
   auto report = parse_compiler_report(
       "ptxas info    : Compiling entry function "
