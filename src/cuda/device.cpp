@@ -29,15 +29,13 @@ std::string targets_text(const std::vector<int>& targets) {
 
 }  // namespace
 
-std::vector<int> compiled_targets() {
-  // PLUMB_CUDA_TARGETS is CMAKE_CUDA_ARCHITECTURES, e.g. "90;80-real;89"; each entry's leading digits count.
+std::vector<int> parse_targets(std::string_view text) {
   std::vector<int> targets;
-  const std::string_view text = PLUMB_CUDA_TARGETS;
   int value = 0;
   bool in_digits = false, skip = false;
   for (size_t i = 0; i <= text.size(); ++i) {
-    const char c = i < text.size() ? text[i] : ';';
-    if (c == ';') {
+    const char c = i < text.size() ? text[i] : ',';
+    if (c == ',' || c == ';') {
       if (in_digits) targets.push_back(value);
       value = 0;
       in_digits = skip = false;
@@ -49,6 +47,11 @@ std::vector<int> compiled_targets() {
     }
   }
   return targets;
+}
+
+std::vector<int> compiled_targets() {
+  // CMAKE_CUDA_ARCHITECTURES joined by commas (src/cuda/CMakeLists.txt).
+  return parse_targets(PLUMB_CUDA_TARGETS);
 }
 
 bool targets_cover(const std::vector<int>& targets, int compute_capability) {

@@ -3,6 +3,7 @@
 // kernel never runs through a driver-compiled fallback whose arithmetic nobody checked.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/error.hpp"
@@ -25,6 +26,8 @@ struct DeviceInfo {
 
 // The compute capabilities this build has machine code for (CMAKE_CUDA_ARCHITECTURES, e.g. {90}).
 std::vector<int> compiled_targets();
+// The compute capabilities of a targets text ("90a,80-real,89": each entry's leading digits).
+std::vector<int> parse_targets(std::string_view text);
 
 // The number of visible GPUs; 0 (not an error) when there is no driver or no device.
 int device_count();

@@ -17,6 +17,13 @@ TEST(CudaRuntime, CompiledTargetsComeFromTheBuild) {
   for (int target : targets) EXPECT_GE(target, 80) << "mma.sync needs sm_80 or later";
 }
 
+TEST(CudaRuntime, TargetsParseFromTheBuildsText) {
+  EXPECT_EQ(parse_targets("90a"), std::vector<int>{90});
+  EXPECT_EQ(parse_targets("90a,80,89,120"), (std::vector<int>{90, 80, 89, 120}));
+  EXPECT_EQ(parse_targets("90;80-real;89-virtual"), (std::vector<int>{90, 80, 89}));
+  EXPECT_TRUE(parse_targets("").empty());
+}
+
 TEST(CudaRuntime, TargetsCoverSameMajorWithAtLeastTheMinor) {
   EXPECT_TRUE(targets_cover({90}, 90));
   EXPECT_FALSE(targets_cover({90}, 75));
