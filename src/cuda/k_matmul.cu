@@ -8,7 +8,6 @@
 // makes the same sums with the codes streamed through shared memory. Affine weights are dequantized in the
 // kernel to bf16(scale * q + bias) (k_matmul_tiles.cuh); f16 and f32 weights go to k_matmul_simt.cu.
 #include <algorithm>
-#include <bit>
 #include <span>
 
 #include "cuda/dependent_launch.cuh"
@@ -313,7 +312,7 @@ Params params_for(const MatmulArgs& launch, void* scratch) {
     p.packed = weight.packed;
     p.scales = weight.scales;
     p.biases = weight.biases;
-    p.group_shift = std::countr_zero(static_cast<unsigned>(weight.group));
+    p.group_shift = group_shift_of(weight.group);
   } else {
     p.dense = static_cast<const uint16_t*>(weight.dense);
     p.dense_vector = aligned16(weight.dense) && p.k % 8 == 0;

@@ -157,7 +157,7 @@ DecodeParams weight_params(const WeightArgs& weight, const void* layout) {
   p.k = weight.in;
   p.row_words = p.k * weight.bits / 32;
   p.groups = p.k / weight.group;
-  p.group_shift = weight.group == 32 ? 5 : weight.group == 64 ? 6 : 7;
+  p.group_shift = group_shift_of(weight.group);
   p.k_tiles = (p.k + kTileK - 1) / kTileK;
   p.full_tiles = p.k / kTileK;
   if (layout != nullptr) {

@@ -6,6 +6,7 @@
 // pipeline stage and the fold of each K split.
 #include <cuda_bf16.h>
 
+#include <bit>
 #include <cstdint>
 #include <type_traits>
 
@@ -40,6 +41,12 @@ cudaError_t with_bits(int bits, const Run& run) {
     default:
       return cudaErrorInvalidValue;
   }
+}
+
+// log2 of an affine group (32, 64 or 128 inputs, checked where weights are made), so that the kernels find a
+// group index with a shift.
+constexpr int group_shift_of(int group) {
+  return std::countr_zero(static_cast<unsigned>(group));
 }
 
 constexpr int kTileN = 128;
