@@ -60,6 +60,7 @@ struct Params {
   float2* norms;      // [rows, heads]: (m, l) of split rows
   float* scores;      // [rows, heads, span, kPart]: scale * (q · k) per visible key
   float* partial;     // [rows, heads, span, head_dim]: sum p_j v_j per partition (split only)
+  uint16_t* weights;  // [rows, heads, span, kPart]: p_j as bf16, zeros for keys not seen (split tiles only)
   int segment_count;
   SegmentEntry segments[kMaxSegments];
   // k_attention_tiles.cu: tiles of tile_rows rows (none crossing a segment) times tile_heads heads.
@@ -184,12 +185,13 @@ __device__ __forceinline__ void copy_values(const Params& params, const RowKeys&
 // acc[nt][e] = sum_j p_j v_j over the partition's kPart keys for slot fragment_row(lane, e) and column col0 +
 // 8 nt + fragment_col(lane, e) (32 columns a warp): mma.sync m16n8k16 steps over the keys in position order
 // from zero, the weights and values staged as bf16 (stage_weights, stage_values). A warp's call.
+template <int kStride = kValueStride>
 __device__ __forceinline__ void partition_values(const uint16_t* weights, const uint16_t* values, int col0,
                                                  float (&acc)[4][4]) {
   const int lane = static_cast<int>(threadIdx.x % 32);
   const uint32_t a_row = shared_address(weights + (lane % 16) * kWeightStride + (lane / 16) * 8);
   const uint32_t b_row =
-      shared_address(values + (lane / 8 % 2 * 8 + lane % 8) * kValueStride + col0 + lane / 16 * 8);
+      shared_address(values + (lane / 8 % 2 * 8 + lane % 8) * kStride + col0 + lane / 16 * 8);
 #pragma unroll
   for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
@@ -201,7 +203,7 @@ __device__ __forceinline__ void partition_values(const uint16_t* weights, const 
 #pragma unroll
     for (int pair = 0; pair < 2; ++pair) {
       uint32_t b[4];
-      ldmatrix_x4_trans_at(b, b_row + (k * kValueStride + pair * 16) * 2);
+      ldmatrix_x4_trans_at(b, b_row + (k * kStride + pair * 16) * 2);
       mma_bf16(acc[2 * pair], a, b[0], b[1]);
       mma_bf16(acc[2 * pair + 1], a, b[2], b[3]);
     }
@@ -362,11 +364,12 @@ __device__ void partition_stats(float (&rows)[kRows][kScoreStride], int count, c
   __syncthreads();
 }
 
-// k_attention_tiles.cu: whether a chunk's rows may take the tiled kernels (vector rows, head_dim a multiple
-// of 16, the block's shared memory within the device's), and the launches that write the same scores and
-// stats as score_kernel and, for split rows, the same partials as values_kernel.
+// k_attention_tiles.cu and k_attention_walk.cu: whether a chunk's rows may take the tiled kernels (vector
+// rows, head_dim a multiple of 16, the blocks' shared memory within the device's), and the launches that
+// write the same scores and stats as score_kernel and, for split rows, from normalize_kernel's weights, the
+// same outputs as values_kernel's partials added in order by merge_kernel.
 bool tiles_fit(const Params& params, size_t shared_optin);
 cudaError_t launch_score_tiles(const Params& params, cudaStream_t stream);
-cudaError_t launch_value_tiles(const Params& params, cudaStream_t stream);
+cudaError_t launch_value_walk(const Params& params, cudaStream_t stream);
 
 }  // namespace plumb::cuda::attention

@@ -79,15 +79,29 @@ __device__ float2 normalizer(const Params& params, int64_t row_head, int parts) 
   return make_float2(m, ordered_sum([&](int k) { return stats[k].y * expf(stats[k].x - m); }, parts));
 }
 
-// Split rows' m and l, made once per (row, head) for all their values blocks: a warp per head.
+// Split rows' m and l, made once per (row, head) for all their values blocks: a warp per head. For the
+// tiled walk also the weights p_j = bf16(exp(s_j - m) / l) of every partition, zeros for keys not seen (the
+// values of stage_weights), a lane a pair of keys.
 __global__ void __launch_bounds__(kThreads) normalize_kernel(Params params) {
   wait_for_previous_kernel();
   const int64_t r = blockIdx.y;
   const int head = static_cast<int>(blockIdx.x) * kWarps + static_cast<int>(threadIdx.x) / 32;
   if (head >= params.heads) return;
-  const float2 norm =
-      normalizer(params, r * params.heads + head, static_cast<int>(row_keys(params, r).parts));
-  if (threadIdx.x % 32 == 0) params.norms[r * params.heads + head] = norm;
+  const RowKeys row = row_keys(params, r);
+  const int64_t row_head = r * params.heads + head;
+  const float2 norm = normalizer(params, row_head, static_cast<int>(row.parts));
+  if (threadIdx.x % 32 == 0) params.norms[row_head] = norm;
+  if (params.weights == nullptr) return;
+  const int jj = static_cast<int>(threadIdx.x % 32) * 2;
+  for (int64_t jrel = 0; jrel < row.parts; ++jrel) {
+    const Window w = window_of(row, jrel);
+    const int64_t at = (row_head * params.span + jrel) * kPart + jj;
+    uint32_t pair = 0;
+    for (int b = 0; b < 2; ++b)
+      if (w.visible(w.base + jj + b))
+        pair |= uint32_t{bf16_bits(expf(params.scores[at + b] - norm.x) / norm.y)} << (16 * b);
+    *reinterpret_cast<uint32_t*>(params.weights + at) = pair;
+  }
 }
 
 // m and l of the chunk's heads: merged here for whole rows (few partitions), read for split ones.
@@ -212,12 +226,14 @@ bool whole_rows(int span) {
   return span <= kWholeSpan;
 }
 
-// Scratch per row: stats and scores per partition, and for split rows m and l and the partials.
+// Scratch per row: stats and scores per partition, and for split rows m and l, the partials and the
+// weights (the per-row kernels use the partials, the tiled walk the weights).
 size_t bytes_per_row(const AttentionArgs& launch, int span) {
   const size_t heads = static_cast<size_t>(launch.heads);
   if (whole_rows(span)) return heads * span * (sizeof(float2) + kPart * sizeof(float));
-  return heads *
-         (span * (sizeof(float2) + kPart * sizeof(float) + launch.head_dim * sizeof(float)) + sizeof(float2));
+  return heads * (span * (sizeof(float2) + kPart * sizeof(float) + launch.head_dim * sizeof(float) +
+                          kPart * sizeof(uint16_t)) +
+                  sizeof(float2));
 }
 
 // The largest segment end, bucketed (ops::attention_end_bucket): every span below is the same for the end
@@ -249,12 +265,10 @@ int heads_per_block(int group, int64_t blocks_per_head_chunk, int64_t wanted, in
   return 1;
 }
 
-// Prompt-sized chunks (at least this many rows per segment on average) of groups up to kTileMaxGroup heads
-// take the tiled kernels where they fit. Larger groups keep the per-row kernels, whose blocks already share
-// each key among up to 16 heads (on the H200, 16 heads of 512 over 1 kv head at 2048 rows: 8.85 ms per row,
-// 13.3 ms tiled; 16 heads of 256 over 8, window 1024: 9.08 ms per row, 4.30 ms tiled).
+// Prompt-sized chunks (at least this many rows per segment on average) of groups up to kSlots heads take
+// the tiled kernels where they fit: a tile of kSlots / group rows times the group's heads.
 constexpr int64_t kTileMinRows = 8;
-constexpr int kTileMaxGroup = 4;
+constexpr int kTileMaxGroup = kSlots;
 
 // Tiles of a kv group's heads times kSlots / heads rows, none crossing a segment.
 void plan_tiles(Params& params) {
@@ -300,12 +314,14 @@ cudaError_t run_chunk(Params params, const DeviceLimits& limits, cudaStream_t st
   const bool tiled = params.group <= kTileMaxGroup && params.rows >= kTileMinRows * params.segment_count &&
                      tiles_fit(params, limits.shared_optin);
   if (tiled) plan_tiles(params);
+  if (!tiled) params.weights = nullptr;  // normalize_kernel makes none
   cudaError_t code = tiled ? launch_score_tiles(params, stream) : launch_scores(params, limits, stream);
   if (code != cudaSuccess) return code;
   if (!params.whole)
     launch_dependent(normalize_kernel, dim3((params.heads + kWarps - 1) / kWarps, rows), kThreads, 0, stream,
                      params);
-  code = tiled && !params.whole ? launch_value_tiles(params, stream) : launch_values(params, limits, stream);
+  if (tiled && !params.whole) return launch_value_walk(params, stream);  // writes out: no partials to merge
+  code = launch_values(params, limits, stream);
   if (code != cudaSuccess) return code;
   if (!params.whole)
     launch_dependent(merge_kernel, dim3(params.heads * params.column_chunks, rows), kThreads, 0, stream,
@@ -357,6 +373,8 @@ cudaError_t launch_attention(const AttentionArgs& launch, void* scratch, size_t 
   params.norms = params.stats + partitions;
   params.scores = reinterpret_cast<float*>(params.norms + (params.whole ? 0 : chunk_limit * launch.heads));
   params.partial = params.scores + partitions * kPart;
+  params.weights =
+      params.whole ? nullptr : reinterpret_cast<uint16_t*>(params.partial + partitions * launch.head_dim);
   int64_t segment = 0, segment_row = 0;  // the next row to place: segment index and row within it
   while (segment < launch.segment_count) {
     const int64_t chunk_first = launch.segments[segment].first_row + segment_row;

@@ -38,13 +38,14 @@ Values weighted_magnitudes(const AttentionCase& c, const ops::testing::StreamInp
   return out;
 }
 
-// The last three reach more than 8 partitions of 64 keys, where prompt rows take the split path (partials
-// and a merge kernel) while early decode rows still walk their partitions in one block; groups of 4 and 16
-// take the kernels' 4- and 16-head blocks on prompts and 1-head blocks on decode rows.
+// Cases of 600 and more tokens reach more than 8 partitions of 64 keys, where prompt rows take the split path
+// (the tiled walk, which stages the queries and keys in 64-column pieces: 512 takes eight) while early decode
+// rows still walk their partitions in one block, and chunks of 7 rows take the per-row kernels (partials
+// and a merge kernel); groups of 4 and 16 take the kernels' 4- and 16-head blocks on decode rows.
 const AttentionCase kCases[] = {
     {4, 2, 32, 0, 40, 1.0f},    {16, 8, 256, 70, 200, 1.0f},  {16, 1, 512, 0, 150, 1.0f},
     {8, 8, 64, 1, 20, 0.125f},  {6, 3, 100, 0, 130, 1.0f},    {8, 2, 64, 0, 700, 1.0f},
-    {8, 2, 64, 600, 700, 1.0f}, {16, 1, 128, 0, 600, 0.125f},
+    {8, 2, 64, 600, 700, 1.0f}, {16, 1, 128, 0, 600, 0.125f}, {16, 1, 512, 0, 600, 0.0625f},
 };
 
 TEST(CudaAttention, IsWithinTheReferenceRange) {

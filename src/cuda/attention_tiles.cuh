@@ -1,0 +1,148 @@
+#pragma once
+// The prompt tiles' pieces (k_attention_tiles.cu, k_attention_walk.cu): a block's tile of rows and the
+// partitions they see, its query vectors (slots), and the cp.async stages the walks copy into: a thread
+// copies the same kStageRows / kRowCopies rows' 16-byte piece of every stage.
+#include <cstddef>
+#include <cstdint>
+
+#include "cuda/attention_device.cuh"
+
+namespace plumb::cuda::attention {
+
+constexpr int kDimChunk = 64;                // head-dim columns of the queries and keys a score stage holds
+constexpr int kStageStride = kDimChunk + 8;  // bf16 a staged row (ldmatrix's eight rows 16 bytes apart)
+constexpr int kStages = 3;                   // cp.async stages: two copying while one multiplies
+constexpr int kWalkColumns = kDimChunk;      // output columns of a values walk block (a warp's 16 slots)
+constexpr int kRowPieces = kDimChunk / 8;    // 16-byte pieces of a staged row
+constexpr int kRowCopies = kThreads / kRowPieces;  // rows a pass of the block's threads copies
+constexpr int kCopiesPerThread = kSlots / kRowCopies;
+// A stage: kSlots query rows (or weight rows) then kPart key rows (or value rows), of kStageStride.
+constexpr int kStageElements = (kSlots + kPart) * kStageStride;
+constexpr size_t kWalkShared = size_t{kStages} * kStageElements * sizeof(uint16_t);
+static_assert(kSlots == kPart, "a thread copies the same rows of the slots' and the keys' halves");
+static_assert(kSlots % kRowCopies == 0, "the block's threads copy whole rows");
+static_assert(kWeightStride == kStageStride, "weight rows are staged as partition_values reads them");
+
+// The block's rows: tile blockIdx.z of the chunk (tiles of params.tile_rows rows, none crossing a segment),
+// each row's first visible key and position, and the absolute partitions lo..hi that any of them sees.
+struct TileRows {
+  SegmentEntry segment;
+  int64_t first_row;
+  int rows;
+  int64_t part_lo, part_hi;  // partitions any row sees
+  int64_t key_lo, key_hi;    // the lowest first visible key and the highest position of the rows
+  int64_t first[kSlots], position[kSlots];
+};
+
+__device__ inline bool find_tile(const Params& params, int64_t index, SegmentEntry& segment,
+                                 int64_t& first_row, int& rows) {
+  for (int s = 0; s < params.segment_count; ++s) {
+    const int64_t tiles = (params.segments[s].rows + params.tile_rows - 1) / params.tile_rows;
+    if (index < tiles) {
+      segment = params.segments[s];
+      first_row = segment.first_row + index * params.tile_rows;
+      rows = static_cast<int>(min(int64_t{params.tile_rows}, segment.rows - index * params.tile_rows));
+      return true;
+    }
+    index -= tiles;
+  }
+  return false;
+}
+
+// Fills `tile` (shared): thread 0 finds the tile, a thread per row reads its row's keys (the rows' position
+// loads in flight together rather than one after another), then thread 0 joins their spans; false for a block
+// past the chunk's tiles (the same for every thread).
+__device__ inline bool load_tile(const Params& params, TileRows& tile) {
+  if (threadIdx.x == 0) {
+    tile.rows = 0;
+    find_tile(params, blockIdx.z, tile.segment, tile.first_row, tile.rows);
+  }
+  __syncthreads();
+  if (tile.rows == 0) return false;
+  if (threadIdx.x < tile.rows) {
+    const RowKeys row = row_keys(params, tile.first_row + threadIdx.x);
+    tile.first[threadIdx.x] = row.first;
+    tile.position[threadIdx.x] = row.position;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    tile.key_lo = INT64_MAX;
+    tile.key_hi = -1;
+    for (int t = 0; t < tile.rows; ++t) {
+      tile.key_lo = min(tile.key_lo, tile.first[t]);
+      tile.key_hi = max(tile.key_hi, tile.position[t]);
+    }
+    tile.part_lo = tile.key_lo / kPart;
+    tile.part_hi = tile.key_hi / kPart;
+  }
+  __syncthreads();
+  return true;
+}
+
+// A query vector of the block: row t of the tile, head h of the chunk; slot = t * heads + h.
+struct Slot {
+  bool valid;  // a row and head of the block whose keys meet partition part
+  int t, h;
+  int64_t row_head, jrel;
+  int lo, hi;  // visible keys lo..hi of the partition (relative to its base)
+};
+
+__device__ inline Slot slot_at(const Params& params, const TileRows& tile, const HeadChunk& chunk, int slot,
+                               int64_t part) {
+  Slot s{};
+  s.t = slot / params.tile_heads;
+  s.h = slot % params.tile_heads;
+  if (s.t >= tile.rows || s.h >= chunk.count) return s;
+  const int64_t base = part * kPart, first = tile.first[s.t], position = tile.position[s.t];
+  if (part < first / kPart || part > position / kPart) return s;
+  s.valid = true;
+  s.row_head = (tile.first_row + s.t) * params.heads + chunk.first + s.h;
+  s.jrel = part - first / kPart;
+  s.lo = static_cast<int>(max(base, first) - base);
+  s.hi = static_cast<int>(min(base + kPart - 1, position) - base);
+  return s;
+}
+
+// Cache row of absolute position `position` for partition `base` (= part * kPart), whose first slot is
+// base_slot = base % capacity: one division a partition instead of one a row.
+__device__ __forceinline__ const uint16_t* cache_row_at(const Params& params, const SegmentEntry& segment,
+                                                        const uint16_t* cache, int kv_head, int64_t base_slot,
+                                                        int64_t position, int jj) {
+  const int64_t capacity = segment.capacity;
+  int64_t slot = base_slot + jj;  // below 2 * capacity when the cache holds a partition
+  slot = capacity < kPart ? position % capacity : slot < capacity ? slot : slot - capacity;
+  return cache + (slot * params.kv_heads + kv_head) * static_cast<int64_t>(params.head_dim);
+}
+
+// The thread's n-th staged row of a stage half (0 .. kSlots - 1) and its 16-byte piece of the row.
+__device__ __forceinline__ int copy_row(int n) {
+  return static_cast<int>(threadIdx.x) / kRowPieces + n * kRowCopies;
+}
+
+__device__ __forceinline__ int copy_piece() {
+  return static_cast<int>(threadIdx.x) % kRowPieces;
+}
+
+// The partition's key or value rows at positions key_lo..key_hi, columns column0 + 8 piece for the pieces
+// below `pieces`, copied into the stage's second half (cp.async, not committed); zeros for other positions
+// and past head_dim.
+__device__ __forceinline__ void copy_cache_rows(const Params& params, const TileRows& tile,
+                                                const uint16_t* cache, int kv_head, int64_t part, int column0,
+                                                int pieces, int64_t key_lo, int64_t key_hi,
+                                                uint16_t* staged) {
+  const int piece = copy_piece();
+  if (piece >= pieces) return;
+  const int64_t base = part * kPart, base_slot = base % tile.segment.capacity;
+  const int c = column0 + piece * 8;
+#pragma unroll
+  for (int n = 0; n < kCopiesPerThread; ++n) {
+    const int jj = copy_row(n);
+    const int64_t position = base + jj;
+    const bool present = position >= key_lo && position <= key_hi && c < params.head_dim;
+    const uint16_t* row =
+        present ? cache_row_at(params, tile.segment, cache, kv_head, base_slot, position, jj) + c : cache;
+    copy16(staged + (kSlots + jj) * kStageStride + piece * 8, row, present);
+  }
+}
+
+}  // namespace plumb::cuda::attention

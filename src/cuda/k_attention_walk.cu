@@ -1,0 +1,194 @@
+// Split prompt rows' outputs on the tiled path: k_attention.cu's values_kernel partials added in partition
+// order by merge_kernel, bit for bit, without the partials: a block walks its tile's partitions in order and
+// each slot's sums are added in registers (out = sum_0, then out = out + sum_j), sum_j = partition_values'
+// mma k16 steps over the partition's keys from zero of p_j = bf16(exp(s_j - m) / l) (the weights
+// normalize_kernel stores) and the values; out rounds to bf16 once. Weights and values come through a ring of
+// cp.async stages, kStages - 1 partitions ahead of the one being multiplied.
+#include <algorithm>
+
+#include "cuda/attention_tiles.cuh"
+#include "cuda/dependent_launch.cuh"
+#include "cuda/launchers.hpp"
+
+namespace plumb::cuda {
+
+namespace attention {
+
+namespace {
+
+// A warp's running sums: its kScoreSlots slots by the block's kWalkColumns columns, 32 at a time.
+using WalkSums = float[kWalkColumns / 32][4][4];
+
+// The first partition row r's keys reach (its window's first key / kPart).
+__device__ __forceinline__ int64_t first_part(const TileRows& tile, int t) {
+  return tile.first[t] / kPart;
+}
+
+// Whether the tile's slot sees partition `part`, and whether it is the slot's first.
+struct SlotPart {
+  bool sees, first;
+};
+
+__device__ __forceinline__ SlotPart slot_part(const Params& params, const TileRows& tile,
+                                              const HeadChunk& chunk, int slot, int64_t part) {
+  const int t = slot / params.tile_heads, h = slot % params.tile_heads;
+  if (t >= tile.rows || h >= chunk.count) return {false, false};
+  const int64_t lo = first_part(tile, t);
+  return {part >= lo && part <= tile.position[t] / kPart, part == lo};
+}
+
+// The partition's weight rows of the thread's slots (zeros for a slot that misses it), copied into the
+// stage's first half (cp.async, not committed).
+__device__ void copy_weights(const Params& params, const TileRows& tile, const HeadChunk& chunk, int64_t part,
+                             uint16_t* stage) {
+  const int piece = copy_piece();
+#pragma unroll
+  for (int n = 0; n < kCopiesPerThread; ++n) {
+    const int slot = copy_row(n), t = slot / params.tile_heads, h = slot % params.tile_heads;
+    const bool seen =
+        t < tile.rows && h < chunk.count && part >= first_part(tile, t) && part <= tile.position[t] / kPart;
+    const uint16_t* source = params.weights;
+    if (seen) {
+      const int64_t row_head = (tile.first_row + t) * params.heads + chunk.first + h;
+      source += (row_head * params.span + part - first_part(tile, t)) * kPart + piece * 8;
+    }
+    copy16(stage + slot * kStageStride + piece * 8, source, seen);
+  }
+}
+
+// Once the stage's group is in: true in a thread that copied a value that is not finite (each thread reads
+// back only the pieces it copied, which needs no barrier).
+__device__ bool copied_non_finite(const uint16_t* stage) {
+  uint32_t exponents = 0;  // the OR of each staged pair's exponent bits where both are all ones
+#pragma unroll
+  for (int n = 0; n < kCopiesPerThread; ++n) {
+    const uint4 eight =
+        *reinterpret_cast<const uint4*>(stage + (kSlots + copy_row(n)) * kStageStride + copy_piece() * 8);
+    for (const uint32_t pair : {eight.x, eight.y, eight.z, eight.w})
+      exponents |= ((pair & 0x7f80u) == 0x7f80u) | ((pair & 0x7f800000u) == 0x7f800000u);
+  }
+  return exponents != 0;
+}
+
+// Adds the partition's sums of the stage to the warp's slots that see it, a slot's first partition starting
+// its sum (only slot `only`, or every slot with -1).
+__device__ void add_partition(const Params& params, const TileRows& tile, const HeadChunk& chunk,
+                              int64_t part, const uint16_t* stage, int only, WalkSums& out) {
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  if (only >= 0 && warp != only / kScoreSlots) return;  // another warp's slot
+  SlotPart rows[2];
+  for (int half = 0; half < 2; ++half) {
+    const int slot = warp * kScoreSlots + lane / 4 + half * 8;
+    rows[half] =
+        only >= 0 && slot != only ? SlotPart{false, false} : slot_part(params, tile, chunk, slot, part);
+  }
+#pragma unroll
+  for (int strip = 0; strip < kWalkColumns / 32; ++strip) {
+    float acc[4][4];
+    partition_values<kStageStride>(stage + warp * kScoreSlots * kStageStride, stage + kSlots * kStageStride,
+                                   strip * 32, acc);
+    each_fragment_element<1, 4>([&](int, int nt, int e) {
+      const SlotPart& r = rows[e / 2];
+      if (r.sees) out[strip][nt][e] = r.first ? acc[nt][e] : out[strip][nt][e] + acc[nt][e];
+    });
+  }
+}
+
+// The warp's slots' sums as bf16 into their rows of out (a slot of the tile sees its first partition, so
+// every sum was started).
+__device__ void write_sums(const Params& params, const TileRows& tile, const HeadChunk& chunk, int column0,
+                           const WalkSums& out) {
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int slot = warp * kScoreSlots + lane / 4 + half * 8, t = slot / params.tile_heads,
+              h = slot % params.tile_heads;
+    if (t >= tile.rows || h >= chunk.count) continue;
+    uint16_t* row = params.out + (tile.first_row + t) * params.out_stride +
+                    static_cast<int64_t>(chunk.first + h) * params.head_dim;
+#pragma unroll
+    for (int strip = 0; strip < kWalkColumns / 32; ++strip)
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+        const int d = column0 + strip * 32 + nt * 8 + (lane % 4) * 2;
+        if (d < params.head_dim) row[d] = bf16_bits(out[strip][nt][2 * half]);
+        if (d + 1 < params.head_dim) row[d + 1] = bf16_bits(out[strip][nt][2 * half + 1]);
+      }
+  }
+}
+
+// The slots' multiplications of a partition whose staged values hold one that is not finite: a slot that
+// does not see its key would take 0 x inf where the decode kernel stages a zero, so each slot multiplies
+// the values staged again with only the keys it sees. Every thread calls it; it waits for all copies.
+__device__ void add_partition_slot_by_slot(const Params& params, const TileRows& tile, const HeadChunk& chunk,
+                                           int column0, int64_t part, uint16_t* stage, WalkSums& out) {
+  for (int k = 0; k < kSlots; ++k) {
+    if (!slot_part(params, tile, chunk, k, part).sees) continue;  // the same for the whole block
+    const int t = k / params.tile_heads;
+    const int64_t key_lo = max(part * kPart, tile.first[t]),
+                  key_hi = min(part * kPart + kPart - 1, tile.position[t]);
+    __syncthreads();  // the last slot's values are used
+    copy_cache_rows(params, tile, tile.segment.values, chunk.kv_head, part, column0, kRowPieces, key_lo,
+                    key_hi, stage);
+    copy_commit();
+    copy_wait<0>();
+    __syncthreads();
+    add_partition(params, tile, chunk, part, stage, k, out);
+  }
+}
+
+// One block per (kv head, chunk of heads and strip of kWalkColumns columns, tile) walks the tile's
+// partitions in order.
+__global__ void __launch_bounds__(kThreads) values_walk_kernel(Params params) {
+  wait_for_previous_kernel();
+  extern __shared__ float4 dynamic_shared[];
+  uint16_t* stages = reinterpret_cast<uint16_t*>(dynamic_shared);  // [kStages][kStageElements]
+  __shared__ TileRows tile;
+  if (!load_tile(params, tile)) return;
+  const int strips = (params.head_dim + kWalkColumns - 1) / kWalkColumns;
+  const HeadChunk chunk = head_chunk(params, static_cast<int>(blockIdx.y) / strips, params.tile_heads);
+  const int column0 = static_cast<int>(blockIdx.y) % strips * kWalkColumns;
+  const int steps = static_cast<int>(tile.part_hi - tile.part_lo + 1);
+  const auto copy_step = [&](int step) {  // a commit group per step, empty past the last
+    if (step < steps) {
+      uint16_t* stage = stages + step % kStages * kStageElements;
+      copy_weights(params, tile, chunk, tile.part_lo + step, stage);
+      copy_cache_rows(params, tile, tile.segment.values, chunk.kv_head, tile.part_lo + step, column0,
+                      kRowPieces, tile.key_lo, tile.key_hi, stage);
+    }
+    copy_commit();
+  };
+  for (int step = 0; step < kStages - 1; ++step) copy_step(step);
+  WalkSums out;
+  for (int step = 0; step < steps; ++step) {
+    uint16_t* stage = stages + step % kStages * kStageElements;
+    copy_wait<kStages - 2>();  // this step's group is in (the thread's copies)
+    // Every thread's copies are in, the stage copied next was used a step ago, and whether any staged
+    // value is not finite.
+    const bool non_finite = __syncthreads_or(copied_non_finite(stage)) != 0;
+    copy_step(step + kStages - 1);
+    const int64_t part = tile.part_lo + step;
+    if (non_finite)
+      add_partition_slot_by_slot(params, tile, chunk, column0, part, stage, out);
+    else
+      add_partition(params, tile, chunk, part, stage, -1, out);
+  }
+  write_sums(params, tile, chunk, column0, out);
+}
+
+}  // namespace
+
+cudaError_t launch_value_walk(const Params& params, cudaStream_t stream) {
+  const cudaError_t code = cudaFuncSetAttribute(
+      values_walk_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kWalkShared));
+  if (code != cudaSuccess) return code;
+  const int strips = (params.head_dim + kWalkColumns - 1) / kWalkColumns;
+  const dim3 grid(1, static_cast<unsigned>(params.kv_heads * params.head_chunks * strips),
+                  static_cast<unsigned>(params.tiles));
+  launch_dependent(values_walk_kernel, grid, kThreads, kWalkShared, stream, params);
+  return cudaGetLastError();
+}
+
+}  // namespace attention
+
+}  // namespace plumb::cuda
