@@ -369,6 +369,20 @@ __device__ void partition_stats(float (&rows)[kRows][kScoreStride], int count, c
 // write the same scores and stats as score_kernel and, for split rows, from normalize_kernel's weights, the
 // same outputs as values_kernel's partials added in order by merge_kernel.
 bool tiles_fit(const Params& params, size_t shared_optin);
+
+// Prompt-sized chunks (at least this many rows per segment on average) of groups up to kSlots heads take
+// the tiled kernels where they fit: a tile of kSlots / group rows times the group's heads.
+constexpr int64_t kTileMinRows = 8;
+constexpr int kTileMaxGroup = kSlots;
+
+struct DeviceLimits {
+  int64_t blocks_wanted;  // enough blocks to fill every multiprocessor twice
+  size_t shared_optin;    // dynamic shared memory a block may ask for
+};
+
+// k_attention.cu: whether a chunk's rows take the tiled kernels, and a chunk's launches with its scratch.
+bool chunk_tiled(const Params& params, const DeviceLimits& limits);
+cudaError_t run_chunk(Params params, void* scratch, const DeviceLimits& limits, cudaStream_t stream);
 cudaError_t launch_score_tiles(const Params& params, cudaStream_t stream);
 cudaError_t launch_value_walk(const Params& params, cudaStream_t stream);
 

@@ -11,16 +11,16 @@
 // and adds each partition's sum p_j v_j in order, writing out. Longer rows are "split": normalize_kernel
 // merges m and l once per (row, head), a values block per partition writes its partial sums, merge_kernel
 // adds them in partition order. Blocks take a few query heads of a kv group (1, 4 or 16, whichever gives
-// enough blocks) and values blocks a strip of kColumns output columns. Prompt chunks of small groups take
-// k_attention_tiles.cu's kernels for the scores and the split partials, which stage each partition once for
-// several rows. No choice here changes a bit.
+// enough blocks) and values blocks a strip of kColumns output columns. Prompt chunks of groups up to kSlots
+// heads take k_attention_tiles.cu's score walk, which stages each partition once for a tile of rows, and for
+// split rows normalize_kernel's weights and k_attention_walk.cu's values walk, which adds each row's sums in
+// registers in the same order (no partials, no merge). No choice here changes a bit.
 #include <algorithm>
 
 #include "cuda/attention_device.cuh"
 #include "cuda/bf16.cuh"
 #include "cuda/dependent_launch.cuh"
 #include "cuda/launchers.hpp"
-#include "ops/attention_bucket.hpp"
 
 namespace plumb::cuda {
 
@@ -93,14 +93,14 @@ __global__ void __launch_bounds__(kThreads) normalize_kernel(Params params) {
   if (threadIdx.x % 32 == 0) params.norms[row_head] = norm;
   if (params.weights == nullptr) return;
   const int jj = static_cast<int>(threadIdx.x % 32) * 2;
-  for (int64_t jrel = 0; jrel < row.parts; ++jrel) {
+#pragma unroll 4
+  for (int64_t jrel = 0; jrel < row.parts; ++jrel) {  // loads of several partitions in flight
     const Window w = window_of(row, jrel);
     const int64_t at = (row_head * params.span + jrel) * kPart + jj;
-    uint32_t pair = 0;
-    for (int b = 0; b < 2; ++b)
-      if (w.visible(w.base + jj + b))
-        pair |= uint32_t{bf16_bits(expf(params.scores[at + b] - norm.x) / norm.y)} << (16 * b);
-    *reinterpret_cast<uint32_t*>(params.weights + at) = pair;
+    const float2 s = *reinterpret_cast<const float2*>(params.scores + at);  // unseen keys' entries unused
+    const uint32_t low = w.visible(w.base + jj) ? bf16_bits(expf(s.x - norm.x) / norm.y) : 0u;
+    const uint32_t high = w.visible(w.base + jj + 1) ? bf16_bits(expf(s.y - norm.x) / norm.y) : 0u;
+    *reinterpret_cast<uint32_t*>(params.weights + at) = low | high << 16;
   }
 }
 
@@ -215,47 +215,6 @@ Kernel values_kernel_of(bool vector) {
   return vector ? values_kernel<H, true> : values_kernel<H, false>;
 }
 
-// Partitions a row can span: every position below `end` for a global layer, the window for a sliding one.
-int span_for(int64_t end, int64_t window) {
-  int64_t span = std::max<int64_t>(1, (end - 1) / kPart + 1);
-  if (window > 0) span = std::min(span, (window - 1 + kPart - 1) / kPart + 1);
-  return static_cast<int>(span);
-}
-
-bool whole_rows(int span) {
-  return span <= kWholeSpan;
-}
-
-// Scratch per row: stats and scores per partition, and for split rows m and l, the partials and the
-// weights (the per-row kernels use the partials, the tiled walk the weights).
-size_t bytes_per_row(const AttentionArgs& launch, int span) {
-  const size_t heads = static_cast<size_t>(launch.heads);
-  if (whole_rows(span)) return heads * span * (sizeof(float2) + kPart * sizeof(float));
-  return heads * (span * (sizeof(float2) + kPart * sizeof(float) + launch.head_dim * sizeof(float) +
-                          kPart * sizeof(uint16_t)) +
-                  sizeof(float2));
-}
-
-// The largest segment end, bucketed (ops::attention_end_bucket): every span below is the same for the end
-// itself, as partitions divide the bucket, and the launches then depend on the bucket alone.
-static_assert(ops::kAttentionEndQuantum % kPart == 0, "partitions must divide the attention end bucket");
-int64_t end_bucket(const AttentionArgs& launch) {
-  int64_t end = 1;
-  for (int64_t s = 0; s < launch.segment_count; ++s) end = std::max(end, launch.segments[s].end);
-  return ops::attention_end_bucket(end);
-}
-
-struct DeviceLimits {
-  int64_t blocks_wanted;  // enough blocks to fill every multiprocessor twice
-  size_t shared_optin;    // dynamic shared memory a block may ask for
-};
-
-cudaError_t device_limits(DeviceLimits& limits) {
-  limits.blocks_wanted = 2 * int64_t{current_multiprocessors()};
-  limits.shared_optin = current_shared_optin();
-  return limits.blocks_wanted > 0 ? cudaSuccess : cudaErrorNoDevice;
-}
-
 // Query heads per block: the most of 16 and 4 (up to `most`) that still gives the blocks wanted, since a
 // larger chunk reads each key or value row once for more heads; else 1.
 int heads_per_block(int group, int64_t blocks_per_head_chunk, int64_t wanted, int most) {
@@ -264,11 +223,6 @@ int heads_per_block(int group, int64_t blocks_per_head_chunk, int64_t wanted, in
       return heads;
   return 1;
 }
-
-// Prompt-sized chunks (at least this many rows per segment on average) of groups up to kSlots heads take
-// the tiled kernels where they fit: a tile of kSlots / group rows times the group's heads.
-constexpr int64_t kTileMinRows = 8;
-constexpr int kTileMaxGroup = kSlots;
 
 // Tiles of a kv group's heads times kSlots / heads rows, none crossing a segment.
 void plan_tiles(Params& params) {
@@ -309,12 +263,32 @@ cudaError_t launch_values(Params params, const DeviceLimits& limits, cudaStream_
   return cudaGetLastError();
 }
 
-cudaError_t run_chunk(Params params, const DeviceLimits& limits, cudaStream_t stream) {
+}  // namespace
+
+namespace attention {
+
+// Whether a chunk's rows take the tiled kernels.
+bool chunk_tiled(const Params& params, const DeviceLimits& limits) {
+  return params.group <= kTileMaxGroup && params.rows >= kTileMinRows * params.segment_count &&
+         tiles_fit(params, limits.shared_optin);
+}
+
+// The chunk's scratch: stats, m and l of split rows, scores, then the partials or the weights.
+void place_scratch(Params& params, void* scratch, bool tiled) {
+  const size_t row_heads = static_cast<size_t>(params.rows) * params.heads;
+  const size_t partitions = row_heads * params.span;
+  params.stats = static_cast<float2*>(scratch);
+  params.norms = params.stats + partitions;
+  params.scores = reinterpret_cast<float*>(params.norms + (params.whole ? 0 : row_heads));
+  params.partial = params.scores + partitions * kPart;
+  params.weights = tiled && !params.whole ? reinterpret_cast<uint16_t*>(params.partial) : nullptr;
+}
+
+cudaError_t run_chunk(Params params, void* scratch, const DeviceLimits& limits, cudaStream_t stream) {
   const auto rows = static_cast<unsigned>(params.rows);
-  const bool tiled = params.group <= kTileMaxGroup && params.rows >= kTileMinRows * params.segment_count &&
-                     tiles_fit(params, limits.shared_optin);
+  const bool tiled = chunk_tiled(params, limits);
+  place_scratch(params, scratch, tiled);
   if (tiled) plan_tiles(params);
-  if (!tiled) params.weights = nullptr;  // normalize_kernel makes none
   cudaError_t code = tiled ? launch_score_tiles(params, stream) : launch_scores(params, limits, stream);
   if (code != cudaSuccess) return code;
   if (!params.whole)
@@ -329,81 +303,6 @@ cudaError_t run_chunk(Params params, const DeviceLimits& limits, cudaStream_t st
   return cudaGetLastError();
 }
 
-bool aligned16(const void* pointer) {
-  return reinterpret_cast<uintptr_t>(pointer) % 16 == 0;
-}
-
-}  // namespace
-
-size_t attention_scratch_minimum(const AttentionArgs& launch) {
-  return bytes_per_row(launch, span_for(end_bucket(launch), launch.window));
-}
-
-size_t attention_scratch_bytes(const AttentionArgs& launch) {
-  const size_t row_bytes = attention_scratch_minimum(launch);
-  return std::max(row_bytes, std::min(kScratchCap, row_bytes * static_cast<size_t>(launch.rows)));
-}
-
-cudaError_t launch_attention(const AttentionArgs& launch, void* scratch, size_t scratch_bytes,
-                             cudaStream_t stream) {
-  if (launch.rows == 0) return cudaSuccess;
-  if (launch.heads / launch.kv_heads > kMaxGroup) return cudaErrorInvalidValue;
-  DeviceLimits limits{};
-  if (const cudaError_t code = device_limits(limits); code != cudaSuccess) return code;
-  const int span = span_for(end_bucket(launch), launch.window);
-  const int64_t chunk_limit =
-      std::min<int64_t>(kMaxChunkRows, std::max<size_t>(1, scratch_bytes / bytes_per_row(launch, span)));
-  Params params{};
-  params.heads = static_cast<int>(launch.heads);
-  params.kv_heads = static_cast<int>(launch.kv_heads);
-  params.group = params.heads / params.kv_heads;
-  params.head_dim = static_cast<int>(launch.head_dim);
-  params.window = launch.window;
-  params.scale = launch.scale;
-  params.span = span;
-  params.column_chunks = (params.head_dim + kColumns - 1) / kColumns;
-  params.whole = whole_rows(span);
-  params.rows_vector = launch.head_dim % 8 == 0;
-  for (int64_t s = 0; s < launch.segment_count; ++s)
-    params.rows_vector =
-        params.rows_vector && aligned16(launch.segments[s].keys) && aligned16(launch.segments[s].values);
-  params.q_vector = launch.head_dim % 8 == 0 && launch.q_stride % 8 == 0 && aligned16(launch.q);
-  const size_t partitions = static_cast<size_t>(chunk_limit) * launch.heads * span;
-  params.stats = static_cast<float2*>(scratch);
-  params.norms = params.stats + partitions;
-  params.scores = reinterpret_cast<float*>(params.norms + (params.whole ? 0 : chunk_limit * launch.heads));
-  params.partial = params.scores + partitions * kPart;
-  params.weights =
-      params.whole ? nullptr : reinterpret_cast<uint16_t*>(params.partial + partitions * launch.head_dim);
-  int64_t segment = 0, segment_row = 0;  // the next row to place: segment index and row within it
-  while (segment < launch.segment_count) {
-    const int64_t chunk_first = launch.segments[segment].first_row + segment_row;
-    params.segment_count = 0;
-    params.rows = 0;
-    while (segment < launch.segment_count && params.rows < chunk_limit &&
-           params.segment_count < kMaxSegments) {
-      const AttentionSegmentArgs& source = launch.segments[segment];
-      const int64_t take = std::min(source.rows - segment_row, chunk_limit - params.rows);
-      if (take > 0)
-        params.segments[params.segment_count++] = {params.rows, take, source.keys, source.values,
-                                                   source.capacity};
-      params.rows += take;
-      segment_row += take;
-      if (segment_row == source.rows) {
-        ++segment;
-        segment_row = 0;
-      }
-    }
-    if (params.rows == 0) continue;
-    params.q = launch.q + chunk_first * launch.q_stride;
-    params.q_stride = launch.q_stride;
-    params.positions = launch.positions + chunk_first;
-    params.out = launch.out + chunk_first * launch.out_stride;
-    params.out_stride = launch.out_stride;
-    const cudaError_t code = run_chunk(params, limits, stream);
-    if (code != cudaSuccess) return code;
-  }
-  return cudaSuccess;
-}
+}  // namespace attention
 
 }  // namespace plumb::cuda
