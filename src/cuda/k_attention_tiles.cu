@@ -18,21 +18,7 @@ namespace attention {
 
 namespace {
 
-constexpr int kWalkParts = 4;  // partitions of a tile a score block walks, its queries re-read for each
-
-// A warp's partition epilogue: its slots' top, visible keys and stats index (-1: the slot misses the
-// partition), and their exp(s - top) rows for the in-order sums.
-struct RowStats {
-  float top;
-  int lo, hi;
-  int64_t index;  // row_head * span + jrel
-};
-
-struct ScoreShared {
-  float exps[kWarps][kScoreSlots][kScoreStride];
-  RowStats rows[kWarps][kScoreSlots];
-  TileRows tile;
-};
+constexpr int kWalkParts = 2;  // partitions of a tile a score block walks, its queries re-read for each
 
 // The block's partitions: groups of kWalkParts consecutive partitions of its tile, the groups blockIdx.x,
 // blockIdx.x + gridDim.x, ...; n counts the block's partitions in order.
@@ -75,62 +61,64 @@ __device__ __forceinline__ void add_stage_dots(const uint16_t* stage, int width,
   }
 }
 
+// The lanes of `lane`'s quad (the four lanes holding one mma row).
+__device__ __forceinline__ unsigned quad_mask(int lane) {
+  return 0xfu << (lane & ~3);
+}
+
 // The warp's slots' scores of partition `part` stored, and each slot's (max, sum exp) as partition_stats
 // makes them: the max of the lane's entries in key order, then joined across the quad with the earlier key
-// winning ties (the loop's result: the first entry of the largest value); the sums by a lane a slot in key
-// order. No block barrier: the warp's own shared rows.
-__device__ void finish_partition(const Params& params, ScoreShared& shared, const HeadChunk& chunk,
+// winning ties (the loop's result: the first entry of the largest value); the sum in key order, each lane of
+// the quad adding all four lanes' terms (shuffled) as the loop does. A warp's call, no block barrier.
+__device__ void finish_partition(const Params& params, const TileRows& tile, const HeadChunk& chunk,
                                  int64_t part, const float (&acc)[2 * kPart / 16][4]) {
   const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
-  float(&exps)[kScoreSlots][kScoreStride] = shared.exps[warp];
+  constexpr int kTiles = 2 * kPart / 16;
 #pragma unroll
   for (int half = 0; half < 2; ++half) {  // the lane's slots: rows lane / 4 and lane / 4 + 8 of the warp's
-    const int row = lane / 4 + half * 8;
-    const Slot s = slot_at(params, shared.tile, chunk, warp * kScoreSlots + row, part);
+    const Slot s = slot_at(params, tile, chunk, warp * kScoreSlots + lane / 4 + half * 8, part);
+    if (!s.valid) continue;  // the same for the quad
+    const auto seen = [&](int jj) { return jj >= s.lo && jj <= s.hi; };
+    float* scores = params.scores + (s.row_head * params.span + s.jrel) * kPart;
+    float value[kTiles][2];
     float top = -INFINITY;
     int first = kPart;  // the key of top
 #pragma unroll
-    for (int nt = 0; nt < 2 * kPart / 16; ++nt)
+    for (int nt = 0; nt < kTiles; ++nt)
 #pragma unroll
       for (int b = 0; b < 2; ++b) {
         const int jj = nt * 8 + (lane % 4) * 2 + b;
-        if (!s.valid || jj < s.lo || jj > s.hi) continue;
-        const float value = params.scale * acc[nt][2 * half + b];
-        params.scores[(s.row_head * params.span + s.jrel) * kPart + jj] = value;
-        exps[row][jj] = value;
-        if (top < value) {
-          top = value;
+        value[nt][b] = params.scale * acc[nt][2 * half + b];
+        if (!seen(jj)) continue;
+        scores[jj] = value[nt][b];
+        if (top < value[nt][b]) {
+          top = value[nt][b];
           first = jj;
         }
       }
+#pragma unroll
     for (int offset = 1; offset < 4; offset *= 2) {
-      const float other = __shfl_xor_sync(kFullMask, top, offset);
-      const int other_first = __shfl_xor_sync(kFullMask, first, offset);
+      const float other = __shfl_xor_sync(quad_mask(lane), top, offset);
+      const int other_first = __shfl_xor_sync(quad_mask(lane), first, offset);
       if (top < other || (top == other && other_first < first)) {
         top = other;
         first = other_first;
       }
     }
+    float total = 0.0f;
 #pragma unroll
-    for (int nt = 0; nt < 2 * kPart / 16; ++nt)
+    for (int nt = 0; nt < kTiles; ++nt) {
+      const float terms[2] = {expf(value[nt][0] - top), expf(value[nt][1] - top)};
 #pragma unroll
-      for (int b = 0; b < 2; ++b) {
-        const int jj = nt * 8 + (lane % 4) * 2 + b;
-        if (s.valid && jj >= s.lo && jj <= s.hi) exps[row][jj] = expf(exps[row][jj] - top);
-      }
-    if (lane % 4 == 0)
-      shared.rows[warp][row] = {top, s.lo, s.hi, s.valid ? s.row_head * params.span + s.jrel : -1};
-  }
-  __syncwarp();
-  if (lane < kScoreSlots) {
-    const RowStats r = shared.rows[warp][lane];
-    if (r.index >= 0) {
-      float total = 0.0f;
-      for (int k = r.lo; k <= r.hi; ++k) total = total + exps[lane][k];
-      params.stats[r.index] = make_float2(r.top, total);
+      for (int q = 0; q < 4; ++q)
+#pragma unroll
+        for (int b = 0; b < 2; ++b) {
+          const float term = __shfl_sync(quad_mask(lane), terms[b], (lane & ~3) | q);
+          if (seen(nt * 8 + q * 2 + b)) total = total + term;
+        }
     }
+    if (lane % 4 == 0) params.stats[s.row_head * params.span + s.jrel] = make_float2(top, total);
   }
-  __syncwarp();  // the rows are read before the next partition's
 }
 
 // One block per (group of kWalkParts partitions, kv head and chunk of its heads, tile): each stage holds
@@ -140,9 +128,8 @@ __global__ void __launch_bounds__(kThreads) score_walk_kernel(Params params) {
   wait_for_previous_kernel();
   extern __shared__ float4 dynamic_shared[];
   uint16_t* stages = reinterpret_cast<uint16_t*>(dynamic_shared);  // [kStages][kStageElements]
-  __shared__ ScoreShared shared;
-  if (!load_tile(params, shared.tile)) return;
-  const TileRows& tile = shared.tile;
+  __shared__ TileRows tile;
+  if (!load_tile(params, tile)) return;
   const PartWalk walk{tile.part_lo, tile.part_hi};
   const int chunks = (params.head_dim + kDimChunk - 1) / kDimChunk, steps = walk.count() * chunks;
   if (steps == 0) return;  // before any copy: no copy may outlive its block
@@ -183,7 +170,7 @@ __global__ void __launch_bounds__(kThreads) score_walk_kernel(Params params) {
     add_stage_dots(stages + step % kStages * kStageElements, min(kDimChunk, params.head_dim - c * kDimChunk),
                    acc);
     if (c + 1 < chunks) continue;
-    finish_partition(params, shared, chunk, walk.part(step / chunks), acc);
+    finish_partition(params, tile, chunk, walk.part(step / chunks), acc);
 #pragma unroll
     for (int nt = 0; nt < 2 * kPart / 16; ++nt)
 #pragma unroll
@@ -201,7 +188,7 @@ unsigned walk_groups(const Params& params) {
 
 bool tiles_fit(const Params& params, size_t shared_optin) {
   return params.rows_vector && params.q_vector && params.head_dim % kDotStep == 0 &&
-         kWalkShared + sizeof(ScoreShared) <= shared_optin;
+         kWalkShared + sizeof(TileRows) <= shared_optin;
 }
 
 cudaError_t launch_score_tiles(const Params& params, cudaStream_t stream) {
