@@ -212,57 +212,9 @@ __device__ __forceinline__ void partition_values(const uint16_t* weights, const 
 
 constexpr unsigned kFullMask = 0xffffffffu;
 
-// Staged bf16 rows for the dots: the head dimension rounded up to kDotStep (zeros past head_dim), plus 8
-// elements, so that ldmatrix's eight rows start 16 bytes apart in the banks.
+// The dots' k16 steps run over the head dimension rounded up to kDotStep (zeros past head_dim).
 __host__ __device__ constexpr int dot_width(int dim) {
   return (dim + kDotStep - 1) / kDotStep * kDotStep;
-}
-
-__host__ __device__ constexpr int dot_stride(int dim) {
-  return dot_width(dim) + 8;
-}
-
-// `count` rows of dim bf16 copied (cp.async, not committed) into shared rows of dot_stride(dim), zeros from
-// dim to dot_width(dim); row_of(i) gives row i's source or nullptr for a row of zeros. dim % 8 == 0 and
-// 16-byte aligned rows; `anywhere` is a readable address for the copies that read nothing.
-template <class RowOf>
-__device__ void copy_dot_rows(uint16_t* shared, int count, int dim, const uint16_t* anywhere,
-                              const RowOf& row_of) {
-  const int pieces = dot_width(dim) / 8, stride = dot_stride(dim);
-  for (int i = static_cast<int>(threadIdx.x); i < count * pieces; i += kThreads) {
-    const int r = i / pieces, c = i % pieces * 8;
-    const uint16_t* source = row_of(r);
-    const bool present = source != nullptr && c < dim;
-    copy16(shared + r * stride + c, present ? source + c : anywhere, present);
-  }
-}
-
-// dots[nt][e] = q_slot · k_key for the kScoreSlots staged query rows and the kKeyTiles * 16 keys from key0
-// (key0 + 8 nt + fragment_col(lane, e), slot fragment_row(lane, e)): mma.sync m16n8k16 steps over the head
-// dimension in ascending order from zero, the matmul's k16 sums; the products past head_dim are zeros. Each
-// k16 step's query fragment is loaded once for all the keys. A warp's call.
-template <int kKeyTiles>
-__device__ __forceinline__ void partition_dots(const uint16_t* queries, const uint16_t* keys, int dim,
-                                               int key0, float (&dots)[2 * kKeyTiles][4]) {
-  const int lane = static_cast<int>(threadIdx.x % 32), stride = dot_stride(dim);
-  const uint32_t a_row = shared_address(queries + (lane % 16) * stride + (lane / 16) * 8);
-  const uint32_t b_row =
-      shared_address(keys + (key0 + lane / 16 * 8 + lane % 8) * stride + (lane / 8 % 2) * 8);
-#pragma unroll
-  for (int nt = 0; nt < 2 * kKeyTiles; ++nt)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) dots[nt][e] = 0.0f;
-  for (int k = 0; k < dot_width(dim); k += kDotStep) {
-    uint32_t a[4];
-    ldmatrix_x4_at(a, a_row + k * 2);
-#pragma unroll
-    for (int tile = 0; tile < kKeyTiles; ++tile) {
-      uint32_t b[4];
-      ldmatrix_x4_at(b, b_row + (tile * 16 * stride + k) * 2);
-      mma_bf16(dots[2 * tile], a, b[0], b[1]);
-      mma_bf16(dots[2 * tile + 1], a, b[2], b[3]);
-    }
-  }
 }
 
 // Elements d and d + 1 of a bf16 row as one mma operand register (d in the low half), zeros past dim or for
@@ -274,10 +226,12 @@ __device__ __forceinline__ uint32_t bf16_pair(const uint16_t* row, int d, int di
   return row[d] | high << 16;
 }
 
-// partition_dots with the fragments read straight from the rows instead of ldmatrix from staged rows: the
-// same values into the same mma steps in the same order, so the same dots. The lane's rows: query slots
-// lane / 4 and lane / 4 + 8, keys key0 + lane / 4 and key0 + 8 + lane / 4 (nullptr: a row of zeros). The
-// per-row score kernel uses each key once, where staging cost a block's shared memory and a barrier.
+// dots[nt][e] = q_slot · k_key for 16 query slots and 16 keys: mma.sync m16n8k16 steps over the head
+// dimension in ascending order from zero, the matmul's k16 sums (products past head_dim are zeros), with the
+// fragments read straight from the rows. The lane's rows: query slots lane / 4 and lane / 4 + 8, keys
+// key0 + lane / 4 and key0 + 8 + lane / 4 (nullptr: a row of zeros). The prompt tiles' score walk makes the
+// same steps from staged rows with ldmatrix (the same values, so the same dots); the per-row score kernel
+// uses each key once, where staging cost a block's shared memory and a barrier.
 __device__ __forceinline__ void partition_dots_direct(const uint16_t* q_low, const uint16_t* q_high,
                                                       bool queries_aligned, const uint16_t* key_low,
                                                       const uint16_t* key_high, bool keys_aligned, int dim,

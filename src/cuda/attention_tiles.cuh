@@ -12,8 +12,8 @@ namespace plumb::cuda::attention {
 constexpr int kDimChunk = 64;                // head-dim columns of the queries and keys a score stage holds
 constexpr int kStageStride = kDimChunk + 8;  // bf16 a staged row (ldmatrix's eight rows 16 bytes apart)
 constexpr int kStages = 2;  // cp.async stages: one copying while one multiplies (a fourth block an SM)
-constexpr int kWalkColumns = kDimChunk;      // output columns of a values walk block (a warp's 16 slots)
-constexpr int kRowPieces = kDimChunk / 8;    // 16-byte pieces of a staged row
+constexpr int kWalkColumns = kDimChunk;    // output columns of a values walk block (a warp's 16 slots)
+constexpr int kRowPieces = kDimChunk / 8;  // 16-byte pieces of a staged row
 constexpr int kRowCopies = kThreads / kRowPieces;  // rows a pass of the block's threads copies
 constexpr int kCopiesPerThread = kSlots / kRowCopies;
 // A stage: kSlots query rows (or weight rows) then kPart key rows (or value rows), of kStageStride.

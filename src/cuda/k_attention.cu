@@ -1,10 +1,10 @@
 // Attention: s_j = scale * (q · k_j) in fp32 (the dot as the matmul's k16 mma steps over the head dimension,
-// attention_device.cuh's partition_dots), p_j = bf16(exp(s_j - m) / l), out = bf16(sum_j p_j v_j) with each
-// partition's sum as mma steps over its keys (partition_values); fp32 steps otherwise (--fmad=false). The key
-// axis is cut into partitions of kPart absolute positions; m and l come from per-partition (max, sum exp)
-// merged in partition order, and each partition's sum p_j v_j (k16 steps over its keys in position order) is
-// added in partition order. Partitions depend only on absolute key positions, never on the rows in the call,
-// so prompt and decode rows get the same bits (I1, I2).
+// attention_device.cuh's partition_dots_direct), p_j = bf16(exp(s_j - m) / l), out = bf16(sum_j p_j v_j) with
+// each partition's sum as mma steps over its keys (partition_values); fp32 steps otherwise (--fmad=false).
+// The key axis is cut into partitions of kPart absolute positions; m and l come from per-partition (max, sum
+// exp) merged in partition order, and each partition's sum p_j v_j (k16 steps over its keys in position
+// order) is added in partition order. Partitions depend only on absolute key positions, never on the rows in
+// the call, so prompt and decode rows get the same bits (I1, I2).
 //
 // The work: score_kernel computes each partition's scores once (into scratch) and its (max, sum exp).
 // Rows of up to kWholeSpan partitions are "whole": one values block merges the stats into m and l, makes p_j

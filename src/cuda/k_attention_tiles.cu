@@ -1,10 +1,10 @@
 // Scores for many query rows of a stream at once (prompts): k_attention.cu's score_kernel's scores and
-// (max, sum exp) bit for bit (s_j = scale * (q · k_j) as partition_dots' mma k16 steps over the head
+// (max, sum exp) bit for bit (s_j = scale * (q · k_j) as partition_dots_direct's mma k16 steps over the head
 // dimension in ascending order from zero; a partition's max as the loop `top = top < s_j ? s_j : top` and its
 // sum as `total = total + exp(s_j - top)` over its keys in order), with a block serving kSlots query vectors
 // (a tile of rows times the heads of one kv group, kScoreSlots a warp) so that each key is staged once for
-// all of them. A block walks a few partitions of its tile through a ring of cp.async stages, each holding
-// kDimChunk columns of the slots' queries and of the partition's keys: the next stages copy while one
+// all of them. A block walks kWalkParts partitions of its tile through kStages cp.async stages, each holding
+// kDimChunk columns of the slots' queries and of the partition's keys: the next stage copies while one
 // multiplies. Tiles never cross a segment; each row keeps its own window within the partitions.
 #include <algorithm>
 
@@ -37,8 +37,8 @@ struct PartWalk {
 };
 
 // acc[nt][e] += q_slot · k_key over the stage's `width` columns for the warp's kScoreSlots slots and the
-// partition's kPart keys (key 8 nt + fragment_col(lane, e), slot fragment_row(lane, e)): partition_dots' mma
-// k16 steps, continued across stages. A warp's call.
+// partition's kPart keys (key 8 nt + fragment_col(lane, e), slot fragment_row(lane, e)):
+// partition_dots_direct's mma k16 steps, continued across stages. A warp's call.
 __device__ __forceinline__ void add_stage_dots(const uint16_t* stage, int width,
                                                float (&acc)[2 * kPart / 16][4]) {
   const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
