@@ -1,7 +1,7 @@
 #pragma once
 // The prompt tiles' pieces (k_attention_tiles.cu, k_attention_walk.cu): a block's tile of rows and the
 // partitions they see, its query vectors (slots), and the cp.async stages the walks copy into: a thread
-// copies the same kStageRows / kRowCopies rows' 16-byte piece of every stage.
+// copies the same 16-byte piece of the same kCopiesPerThread rows of every stage.
 #include <cstddef>
 #include <cstdint>
 
@@ -11,7 +11,8 @@ namespace plumb::cuda::attention {
 
 constexpr int kDimChunk = 64;                // head-dim columns of the queries and keys a score stage holds
 constexpr int kStageStride = kDimChunk + 8;  // bf16 a staged row (ldmatrix's eight rows 16 bytes apart)
-constexpr int kStages = 2;  // cp.async stages: one copying while one multiplies (a fourth block an SM)
+constexpr int kStages =
+    2;  // cp.async stages: one copying while one multiplies (three left fewer blocks an SM)
 constexpr int kWalkColumns = kDimChunk;    // output columns of a values walk block (a warp's 16 slots)
 constexpr int kRowPieces = kDimChunk / 8;  // 16-byte pieces of a staged row
 constexpr int kRowCopies = kThreads / kRowPieces;  // rows a pass of the block's threads copies
