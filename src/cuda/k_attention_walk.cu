@@ -2,8 +2,8 @@
 // order by merge_kernel, bit for bit, without the partials: a block walks its tile's partitions in order and
 // each slot's sums are added in registers (out = sum_0, then out = out + sum_j), sum_j = partition_values'
 // mma k16 steps over the partition's keys from zero of p_j = bf16(exp(s_j - m) / l) (the weights
-// normalize_kernel stores) and the values; out rounds to bf16 once. Weights and values come through a ring of
-// cp.async stages, kStages - 1 partitions ahead of the one being multiplied.
+// normalize_kernel stores) and the values; out rounds to bf16 once. Weights and values come through kStages
+// cp.async stages, the next partition's copying while one multiplies.
 #include <algorithm>
 
 #include "cuda/attention_tiles.cuh"
