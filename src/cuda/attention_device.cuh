@@ -334,9 +334,10 @@ struct DeviceLimits {
   size_t shared_optin;    // dynamic shared memory a block may ask for
 };
 
-// k_attention.cu: whether a chunk's rows take the tiled kernels, and a chunk's launches with its scratch.
+// k_attention.cu: whether a chunk's rows take the tiled kernels, and a chunk's launches (its scratch placed,
+// attention_launch.cu).
 bool chunk_tiled(const Params& params, const DeviceLimits& limits);
-cudaError_t run_chunk(Params params, void* scratch, const DeviceLimits& limits, cudaStream_t stream);
+cudaError_t run_chunk(Params params, bool tiled, const DeviceLimits& limits, cudaStream_t stream);
 cudaError_t launch_score_tiles(const Params& params, cudaStream_t stream);
 cudaError_t launch_value_walk(const Params& params, cudaStream_t stream);
 

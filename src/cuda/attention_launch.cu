@@ -1,6 +1,6 @@
 // Attention's launch (k_attention.cu has the kernels): the scratch a launch needs, and its rows cut into
-// chunks of at most kMaxSegments segments whose scratch fits, each run by run_chunk. Chunks that take the
-// tiled walk keep bf16 weights instead of fp32 partials, so they hold more rows.
+// chunks of at most kMaxSegments segments whose scratch fits, each placed here and run by run_chunk. Chunks
+// that take the tiled walk keep bf16 weights instead of fp32 partials, so they hold more rows.
 #include <algorithm>
 
 #include "cuda/attention_device.cuh"
@@ -24,14 +24,24 @@ bool whole_rows(int span) {
   return span <= kWholeSpan;
 }
 
-// Scratch per row: stats and scores per partition; for split rows m and l, and the partials (the per-row
-// kernels) or the bf16 weights (the tiled walk).
+// A chunk's scratch: stats and scores per partition; for split rows m and l, and the partials (the per-row
+// kernels) or the bf16 weights (the tiled walk). bytes_per_row sizes it, place_scratch places it.
 size_t bytes_per_row(const AttentionArgs& launch, int span, bool tiled) {
   const size_t heads = static_cast<size_t>(launch.heads);
   const size_t per_part = sizeof(float2) + kPart * sizeof(float);
   if (whole_rows(span)) return heads * span * per_part;
   const size_t sums = tiled ? kPart * sizeof(uint16_t) : launch.head_dim * sizeof(float);
   return heads * (span * (per_part + sums) + sizeof(float2));
+}
+
+void place_scratch(Params& params, void* scratch, bool tiled) {
+  const size_t row_heads = static_cast<size_t>(params.rows) * params.heads;
+  const size_t partitions = row_heads * params.span;
+  params.stats = static_cast<float2*>(scratch);
+  params.norms = params.stats + partitions;
+  params.scores = reinterpret_cast<float*>(params.norms + (params.whole ? 0 : row_heads));
+  params.partial = params.scores + partitions * kPart;
+  params.weights = tiled && !params.whole ? reinterpret_cast<uint16_t*>(params.partial) : nullptr;
 }
 
 // The largest segment end, bucketed (ops::attention_end_bucket): every span below is the same for the end
@@ -64,11 +74,32 @@ bool vector_queries(const AttentionArgs& launch) {
   return launch.head_dim % 8 == 0 && launch.q_stride % 8 == 0 && aligned16(launch.q);
 }
 
-// Whether the launch's rows may take the tiled kernels (run_chunk decides for each chunk), so that its
-// scratch holds weights instead of partials.
-bool tiles_likely(const AttentionArgs& launch) {
-  return launch.heads / launch.kv_heads <= kTileMaxGroup && launch.head_dim % kDotStep == 0 &&
-         launch.rows >= kTileMinRows * launch.segment_count && vector_rows(launch) && vector_queries(launch);
+// The parameters a launch's chunks share (rows and segments are placed chunk by chunk).
+Params launch_params(const AttentionArgs& launch, int span) {
+  Params params{};
+  params.heads = static_cast<int>(launch.heads);
+  params.kv_heads = static_cast<int>(launch.kv_heads);
+  params.group = params.heads / params.kv_heads;
+  params.head_dim = static_cast<int>(launch.head_dim);
+  params.window = launch.window;
+  params.scale = launch.scale;
+  params.span = span;
+  params.column_chunks = (params.head_dim + kColumns - 1) / kColumns;
+  params.whole = whole_rows(span);
+  params.rows_vector = vector_rows(launch);
+  params.q_vector = vector_queries(launch);
+  return params;
+}
+
+// Whether the launch's rows, as one chunk, take the tiled kernels (chunk_tiled decides for each chunk), so
+// that its scratch holds weights instead of partials.
+bool tiles_likely(const AttentionArgs& launch, int span) {
+  DeviceLimits limits{};
+  if (device_limits(limits) != cudaSuccess) return false;
+  Params params = launch_params(launch, span);
+  params.rows = launch.rows;
+  params.segment_count = static_cast<int>(launch.segment_count);
+  return chunk_tiled(params, limits);
 }
 
 }  // namespace
@@ -78,8 +109,8 @@ size_t attention_scratch_minimum(const AttentionArgs& launch) {
 }
 
 size_t attention_scratch_bytes(const AttentionArgs& launch) {
-  const size_t row_bytes =
-      bytes_per_row(launch, span_for(end_bucket(launch), launch.window), tiles_likely(launch));
+  const int span = span_for(end_bucket(launch), launch.window);
+  const size_t row_bytes = bytes_per_row(launch, span, tiles_likely(launch, span));
   return std::max(attention_scratch_minimum(launch),
                   std::min(kScratchCap, row_bytes * static_cast<size_t>(launch.rows)));
 }
@@ -97,18 +128,7 @@ cudaError_t launch_attention(const AttentionArgs& launch, void* scratch, size_t 
                              std::max<size_t>(1, scratch_bytes / bytes_per_row(launch, span, tiled)));
   };
   const int64_t tiled_limit = limit(true), row_limit = limit(false);
-  Params params{};
-  params.heads = static_cast<int>(launch.heads);
-  params.kv_heads = static_cast<int>(launch.kv_heads);
-  params.group = params.heads / params.kv_heads;
-  params.head_dim = static_cast<int>(launch.head_dim);
-  params.window = launch.window;
-  params.scale = launch.scale;
-  params.span = span;
-  params.column_chunks = (params.head_dim + kColumns - 1) / kColumns;
-  params.whole = whole_rows(span);
-  params.rows_vector = vector_rows(launch);
-  params.q_vector = vector_queries(launch);
+  Params params = launch_params(launch, span);
   int64_t segment = 0, segment_row = 0;  // the next row to place: segment index and row within it
   // Fills params' segments with up to `most` rows from (segment, segment_row) on, and moves past them.
   const auto take_rows = [&](int64_t most) {
@@ -132,10 +152,12 @@ cudaError_t launch_attention(const AttentionArgs& launch, void* scratch, size_t 
     const int64_t chunk_first = launch.segments[segment].first_row + segment_row;
     const int64_t first_segment = segment, first_segment_row = segment_row;
     take_rows(tiled_limit);
-    if (tiled_limit > row_limit && !chunk_tiled(params, limits)) {  // per-row kernels: room for partials
+    bool tiled = chunk_tiled(params, limits);
+    if (tiled_limit > row_limit && !tiled) {  // per-row kernels: room for partials
       segment = first_segment;
       segment_row = first_segment_row;
       take_rows(row_limit);
+      tiled = chunk_tiled(params, limits);
     }
     if (params.rows == 0) continue;
     params.q = launch.q + chunk_first * launch.q_stride;
@@ -143,7 +165,8 @@ cudaError_t launch_attention(const AttentionArgs& launch, void* scratch, size_t 
     params.positions = launch.positions + chunk_first;
     params.out = launch.out + chunk_first * launch.out_stride;
     params.out_stride = launch.out_stride;
-    const cudaError_t code = run_chunk(params, scratch, limits, stream);
+    place_scratch(params, scratch, tiled);
+    const cudaError_t code = run_chunk(params, tiled, limits, stream);
     if (code != cudaSuccess) return code;
   }
   return cudaSuccess;

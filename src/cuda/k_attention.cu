@@ -273,21 +273,8 @@ bool chunk_tiled(const Params& params, const DeviceLimits& limits) {
          tiles_fit(params, limits.shared_optin);
 }
 
-// The chunk's scratch: stats, m and l of split rows, scores, then the partials or the weights.
-void place_scratch(Params& params, void* scratch, bool tiled) {
-  const size_t row_heads = static_cast<size_t>(params.rows) * params.heads;
-  const size_t partitions = row_heads * params.span;
-  params.stats = static_cast<float2*>(scratch);
-  params.norms = params.stats + partitions;
-  params.scores = reinterpret_cast<float*>(params.norms + (params.whole ? 0 : row_heads));
-  params.partial = params.scores + partitions * kPart;
-  params.weights = tiled && !params.whole ? reinterpret_cast<uint16_t*>(params.partial) : nullptr;
-}
-
-cudaError_t run_chunk(Params params, void* scratch, const DeviceLimits& limits, cudaStream_t stream) {
+cudaError_t run_chunk(Params params, bool tiled, const DeviceLimits& limits, cudaStream_t stream) {
   const auto rows = static_cast<unsigned>(params.rows);
-  const bool tiled = chunk_tiled(params, limits);
-  place_scratch(params, scratch, tiled);
   if (tiled) plan_tiles(params);
   cudaError_t code = tiled ? launch_score_tiles(params, stream) : launch_scores(params, limits, stream);
   if (code != cudaSuccess) return code;
