@@ -124,9 +124,20 @@ __device__ __forceinline__ int copy_piece() {
   return static_cast<int>(threadIdx.x) % kRowPieces;
 }
 
+// Where a staged row's 16-byte piece goes, in bf16 from the stage: padded rows of kStageStride (the values
+// walk), or rows of kDimChunk in the 128-byte swizzle that wgmma reads (the score walk, swizzled_chunk).
+struct PaddedRows {
+  __device__ int operator()(int row, int piece) const { return row * kStageStride + piece * 8; }
+};
+
+struct SwizzledRows {
+  __device__ int operator()(int row, int piece) const { return swizzled_chunk(row, piece) * 8; }
+};
+
 // The partition's key or value rows at positions key_lo..key_hi, columns column0 + 8 piece for the pieces
 // below `pieces`, copied into the stage's second half (cp.async, not committed); zeros for other positions
 // and past head_dim.
+template <class Place = PaddedRows>
 __device__ __forceinline__ void copy_cache_rows(const Params& params, const TileRows& tile,
                                                 const uint16_t* cache, int kv_head, int64_t part, int column0,
                                                 int pieces, int64_t key_lo, int64_t key_hi,
@@ -142,7 +153,7 @@ __device__ __forceinline__ void copy_cache_rows(const Params& params, const Tile
     const bool present = position >= key_lo && position <= key_hi && c < params.head_dim;
     const uint16_t* row =
         present ? cache_row_at(params, tile.segment, cache, kv_head, base_slot, position, jj) + c : cache;
-    copy16(staged + (kSlots + jj) * kStageStride + piece * 8, row, present);
+    copy16(staged + Place{}(kSlots + jj, piece), row, present);
   }
 }
 

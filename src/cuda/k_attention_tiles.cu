@@ -11,6 +11,7 @@
 #include "cuda/attention_tiles.cuh"
 #include "cuda/dependent_launch.cuh"
 #include "cuda/launchers.hpp"
+#include "cuda/wgmma.cuh"
 
 namespace plumb::cuda {
 
@@ -36,29 +37,65 @@ struct PartWalk {
   }
 };
 
+// A score stage: kSlots query rows, then kPart key rows, each kDimChunk bf16 (128 bytes) in the 128-byte
+// swizzle (SwizzledRows), 1024-byte aligned as wgmma's descriptors need.
+constexpr int kScoreStageElements = (kSlots + kPart) * kDimChunk;
+constexpr size_t kScoreShared = size_t{kStages} * kScoreStageElements * sizeof(uint16_t) + 1024;
+
+static_assert(kDimChunk == 4 * kDotStep, "add_stage_dots takes a stage in up to four k16 steps");
+
+#if PLUMB_WGMMA
+// kSteps k16 wgmma steps of the stage's queries by its keys, waited for.
+template <int kSteps>
+__device__ __forceinline__ void stage_steps(uint64_t queries, uint64_t keys,
+                                            float (&acc)[2 * kPart / 16][4]) {
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < kSteps; ++kk)
+    wgmma_m64n64k16(acc, wgmma_step(queries, kk), wgmma_step(keys, kk), true);
+  wgmma_commit();
+  wgmma_wait<0>();
+}
+#endif
+
 // acc[nt][e] += q_slot · k_key over the stage's `width` columns for the warp's kScoreSlots slots and the
 // partition's kPart keys (key 8 nt + fragment_col(lane, e), slot fragment_row(lane, e)):
-// partition_dots_direct's mma k16 steps, continued across stages. A warp's call.
+// partition_dots_direct's mma k16 steps, continued across stages. On sm_90a the block's warpgroup takes them
+// as wgmma m64n64k16 steps (the same bits as the mma.sync chain, CudaWgmma), waited for here; elsewhere each
+// warp's mma.sync steps.
 __device__ __forceinline__ void add_stage_dots(const uint16_t* stage, int width,
                                                float (&acc)[2 * kPart / 16][4]) {
+#if PLUMB_WGMMA
+  const uint64_t queries = wgmma_descriptor(shared_address(stage));
+  const uint64_t keys = wgmma_descriptor(shared_address(stage + kSlots * kDimChunk));
+  // Straight-line steps for each width (a branch between steps would serialize them).
+  switch (width / kDotStep) {
+    case 4:
+      return stage_steps<4>(queries, keys, acc);
+    case 3:
+      return stage_steps<3>(queries, keys, acc);
+    case 2:
+      return stage_steps<2>(queries, keys, acc);
+    default:
+      return stage_steps<1>(queries, keys, acc);
+  }
+#else
   const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
-  const uint32_t a_row =
-      shared_address(stage + (warp * kScoreSlots + lane % 16) * kStageStride + (lane / 16) * 8);
-  const uint32_t b_row =
-      shared_address(stage + (kSlots + lane / 16 * 8 + lane % 8) * kStageStride + (lane / 8 % 2) * 8);
+  const int a_row = warp * kScoreSlots + lane % 16, b_row = kSlots + lane / 16 * 8 + lane % 8;
 #pragma unroll
   for (int k = 0; k < kDimChunk; k += kDotStep) {
     if (k >= width) break;
     uint32_t a[4];
-    ldmatrix_x4_at(a, a_row + k * 2);
+    ldmatrix_x4(a, stage + SwizzledRows{}(a_row, k / 8 + lane / 16));
 #pragma unroll
     for (int tile = 0; tile < kPart / 16; ++tile) {
       uint32_t b[4];
-      ldmatrix_x4_at(b, b_row + (tile * 16 * kStageStride + k) * 2);
+      ldmatrix_x4(b, stage + SwizzledRows{}(b_row + tile * 16, k / 8 + lane / 8 % 2));
       mma_bf16(acc[2 * tile], a, b[0], b[1]);
       mma_bf16(acc[2 * tile + 1], a, b[2], b[3]);
     }
   }
+#endif
 }
 
 // The lanes of `lane`'s quad (the four lanes holding one mma row).
@@ -126,8 +163,9 @@ __device__ void finish_partition(const Params& params, const TileRows& tile, con
 // slots run over a partition's stages, then finish_partition. Stages are copied kStages - 1 ahead.
 __global__ void __launch_bounds__(kThreads) score_walk_kernel(Params params) {
   wait_for_previous_kernel();
-  extern __shared__ float4 dynamic_shared[];
-  uint16_t* stages = reinterpret_cast<uint16_t*>(dynamic_shared);  // [kStages][kStageElements]
+  extern __shared__ __align__(128) char dynamic_shared[];
+  uint16_t* stages = reinterpret_cast<uint16_t*>(  // [kStages][kScoreStageElements], 1024-byte aligned
+      dynamic_shared + (1024 - shared_address(dynamic_shared) % 1024) % 1024);
   __shared__ TileRows tile;
   if (!load_tile(params, tile)) return;
   const PartWalk walk{tile.part_lo, tile.part_hi};
@@ -148,15 +186,15 @@ __global__ void __launch_bounds__(kThreads) score_walk_kernel(Params params) {
     if (step < steps) {
       const int n = step / chunks, c = step % chunks, column0 = c * kDimChunk;
       const int pieces = min(kDimChunk, params.head_dim - column0) / 8, piece = copy_piece();
-      uint16_t* stage = stages + step % kStages * kStageElements;
+      uint16_t* stage = stages + step % kStages * kScoreStageElements;
 #pragma unroll
       for (int k = 0; k < kCopiesPerThread; ++k)
         if (piece < pieces) {
           const uint16_t* source = queries[k] != nullptr ? queries[k] + column0 + piece * 8 : params.q;
-          copy16(stage + copy_row(k) * kStageStride + piece * 8, source, queries[k] != nullptr);
+          copy16(stage + SwizzledRows{}(copy_row(k), piece), source, queries[k] != nullptr);
         }
-      copy_cache_rows(params, tile, tile.segment.keys, chunk.kv_head, walk.part(n), column0, pieces,
-                      tile.key_lo, tile.key_hi, stage);
+      copy_cache_rows<SwizzledRows>(params, tile, tile.segment.keys, chunk.kv_head, walk.part(n), column0,
+                                    pieces, tile.key_lo, tile.key_hi, stage);
     }
     copy_commit();
   };
@@ -164,11 +202,12 @@ __global__ void __launch_bounds__(kThreads) score_walk_kernel(Params params) {
   float acc[2 * kPart / 16][4] = {};
   for (int step = 0; step < steps; ++step) {
     copy_wait<kStages - 2>();  // this step's group is in (the thread's copies)
+    fence_async_shared();      // ... and ordered before the tensor cores' reads
     __syncthreads();           // every thread's, and the stage copied next was used a step ago
     copy_step(step + kStages - 1);
     const int c = step % chunks;
-    add_stage_dots(stages + step % kStages * kStageElements, min(kDimChunk, params.head_dim - c * kDimChunk),
-                   acc);
+    add_stage_dots(stages + step % kStages * kScoreStageElements,
+                   min(kDimChunk, params.head_dim - c * kDimChunk), acc);
     if (c + 1 < chunks) continue;
     finish_partition(params, tile, chunk, walk.part(step / chunks), acc);
 #pragma unroll
@@ -188,16 +227,16 @@ unsigned walk_groups(const Params& params) {
 
 bool tiles_fit(const Params& params, size_t shared_optin) {
   return params.rows_vector && params.q_vector && params.head_dim % kDotStep == 0 &&
-         kWalkShared + sizeof(TileRows) <= shared_optin;
+         std::max(kScoreShared, kWalkShared) + sizeof(TileRows) <= shared_optin;
 }
 
 cudaError_t launch_score_tiles(const Params& params, cudaStream_t stream) {
   const cudaError_t code = cudaFuncSetAttribute(
-      score_walk_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kWalkShared));
+      score_walk_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kScoreShared));
   if (code != cudaSuccess) return code;
   const dim3 grid(walk_groups(params), static_cast<unsigned>(params.kv_heads * params.head_chunks),
                   static_cast<unsigned>(params.tiles));
-  launch_dependent(score_walk_kernel, grid, kThreads, kWalkShared, stream, params);
+  launch_dependent(score_walk_kernel, grid, kThreads, kScoreShared, stream, params);
   return cudaGetLastError();
 }
 

@@ -1,11 +1,12 @@
 #pragma once
-// Hopper's warpgroup MMA (wgmma, sm_90a) for the 128-row matmul tile: the four warps of a warpgroup multiply
-// 64 rows of x by 128 weight rows, both K-major in shared memory in the 128-byte swizzle that
-// swizzled_chunk() writes. Each k16 step adds its 16 products to each fp32 accumulator exactly as the
-// mma.sync m16n8k16 chain of the other tiles does, and a step that starts from nothing (scale-d 0) as one
-// adding to +0 (measured on the H200 over 377 million outputs of nine input kinds and four accumulator kinds,
-// extremes, signed zeros and cancelling pairs included: 0 bits differ; test CudaWgmma), so a row's bits do
-// not depend on which tile runs it (I1). Builds without sm_90a code take mma.sync for the same tile.
+// Hopper's warpgroup MMA (wgmma, sm_90a) for the 128-row matmul tile and the prompt attention's score walk:
+// the four warps of a warpgroup multiply 64 rows of x by 128 weight rows (64 query slots by 64 keys), both
+// K-major in shared memory in the 128-byte swizzle that swizzled_chunk() writes. Each k16 step adds its 16
+// products to each fp32 accumulator exactly as the mma.sync m16n8k16 chain of the other tiles does, and a
+// step that starts from nothing (scale-d 0) as one adding to +0 (measured on the H200 over 377 million
+// outputs of nine input kinds and four accumulator kinds, extremes, signed zeros and cancelling pairs
+// included: 0 bits differ; test CudaWgmma), so a row's bits do not depend on which tile runs it (I1). Builds
+// without sm_90a code take mma.sync for the same tile.
 #include <cstdint>
 
 #include "cuda/mma.cuh"
@@ -65,6 +66,18 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&acc)[16][4], uint64_t a
       : PLUMB_ACC4(0), PLUMB_ACC4(1), PLUMB_ACC4(2), PLUMB_ACC4(3), PLUMB_ACC4(4), PLUMB_ACC4(5),
         PLUMB_ACC4(6), PLUMB_ACC4(7), PLUMB_ACC4(8), PLUMB_ACC4(9), PLUMB_ACC4(10), PLUMB_ACC4(11),
         PLUMB_ACC4(12), PLUMB_ACC4(13), PLUMB_ACC4(14), PLUMB_ACC4(15)
+      : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
+}
+// acc = (accumulate ? acc : 0) + A[64, 16] * B[64, 16]^T (the prompt attention's score walk: 64 query slots
+// by a partition's 64 keys), in the same fragments as wgmma_m64n128k16.
+__device__ __forceinline__ void wgmma_m64n64k16(float (&acc)[8][4], uint64_t a, uint64_t b, bool accumulate) {
+  asm volatile(
+      "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, "
+      "%11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, "
+      "%31}, %32, %33, accumulate, 1, 1, 0, 0;\n}\n"
+      : PLUMB_ACC4(0), PLUMB_ACC4(1), PLUMB_ACC4(2), PLUMB_ACC4(3), PLUMB_ACC4(4), PLUMB_ACC4(5),
+        PLUMB_ACC4(6), PLUMB_ACC4(7)
       : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
 }
 #undef PLUMB_ACC4
