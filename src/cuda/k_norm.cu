@@ -3,12 +3,18 @@
 // The sum of squares uses the CPU backend's order (element k to lane k % 16, lanes sequential, then a tree of
 // 8, 4, 2, 1) and --fmad=false, so the norm and its bf16 rounding points match it bit for bit.
 
+#include <cstdlib>
+
 #include "cuda/bf16.cuh"
 #include "cuda/dependent_launch.cuh"
 #include "cuda/kv_segments.cuh"
 #include "cuda/launchers.hpp"
 
 namespace plumb::cuda {
+
+// k_residual_norm.cu: residual_norm a warp a row (the same bits), for rows whose vectors allow 16-byte loads.
+bool residual_norm_rows_fit(const ResidualNormArgs& launch);
+cudaError_t launch_residual_norm_rows(const ResidualNormArgs& launch, cudaStream_t stream);
 
 namespace {
 
@@ -294,6 +300,12 @@ cudaError_t launch_residual_norm(const ResidualNormArgs& launch, cudaStream_t st
   const RmsNormArgs& post = launch.post;
   if (!residual_norm_fused(post.dim)) return cudaErrorInvalidValue;
   if (post.rows == 0) return cudaSuccess;
+  static const int64_t warp_rows = [] {
+    const char* text = std::getenv("PLUMB_CUDA_WARP_NORM_ROWS");
+    return text != nullptr ? std::atoll(text) : int64_t{64};
+  }();
+  if (warp_rows > 0 && post.rows >= warp_rows && residual_norm_rows_fit(launch))
+    return launch_residual_norm_rows(launch, stream);
   const size_t row_shared = static_cast<size_t>(post.dim) * sizeof(float);
   const auto blocks = static_cast<unsigned>(post.rows);
   if (post.dim <= 8 * kWideThreads)

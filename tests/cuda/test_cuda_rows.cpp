@@ -66,6 +66,9 @@ TEST(CudaRows, AddAndScaleEqualTheCpuBitForBit) {
   const auto a = all_patterns_then_random(rows * width, 1), b = all_patterns_then_random(rows * width, 7);
   expect_same_bf16("add", run_pair(*gpu(), ops::add, a, b, rows, width),
                    run_pair(cpu(), ops::add, a, b, rows, width));
+  // Rows of odd width take the element-a-thread kernel, 16-byte rows the vector one.
+  expect_same_bf16("add, odd width", run_pair(*gpu(), ops::add, a, b, 1, rows * width - 1),
+                   run_pair(cpu(), ops::add, a, b, 1, rows * width - 1));
   for (float factor : {0.5f, 1.7f, -3.0e30f}) {
     const auto scale = [factor](ops::Backend& backend, const std::vector<uint16_t>& x) {
       DeviceTensor tx = ops::testing::device_tensor(backend, DType::bf16, {rows, width}, x.data());
@@ -103,6 +106,18 @@ TEST(CudaRows, GegluAndSoftCapAreTheFp32StepsWithTanhWithinTwoUlp) {
       ADD_FAILURE() << fmt::format("geglu: index {} gate {} up {}: got {:#06x}, bound tanh within 2 ulp", k,
                                    g, u, got[k]);
   }
+  // The same elements as one row of odd width take the element-a-thread kernel: the same bits.
+  auto odd_gate = gate, odd_up = up;
+  odd_gate.push_back(gate[0]);
+  odd_up.push_back(up[0]);
+  const std::vector<uint16_t> odd =
+      as_u16(run_pair(*gpu(), ops::geglu, odd_gate, odd_up, 1, static_cast<int64_t>(odd_gate.size())));
+  for (size_t k = 0; k < got.size(); ++k)
+    if (!same_bf16(odd[k], got[k]) && failures++ < 8)
+      ADD_FAILURE() << fmt::format(
+          "geglu, 16-byte rows against one odd row: index {} expected {:#06x}, got "
+          "{:#06x}, bound exact",
+          k, got[k], odd[k]);
   for (DType out_dtype : {DType::bf16, DType::f32}) {
     DeviceTensor x = ops::testing::device_tensor(*gpu(), DType::bf16, {rows, width}, gate.data());
     DeviceTensor out = ops::testing::device_zeros(*gpu(), out_dtype, {rows, width});

@@ -191,6 +191,7 @@ class ResidualNormForm final : public Form {
         dim_(dim),
         factor_(factor) {
     stresses = {Inputs::zero_sum, Inputs::cancel_pairs, Inputs::extremes};
+    batch_rows = {1, 2, 5, 16, 80};  // CUDA takes rows a warp each from 64 rows, a block each below
   }
 
   // h and o per row; the two norm weights shared.
