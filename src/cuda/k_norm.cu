@@ -32,14 +32,23 @@ struct RopeParams {
   float inv_freq[kMaxRopePairs];
 };
 
+constexpr int kLoadBatch = 8;  // a lane's loads in flight together in the half-warp kernels
+
 // 1 / sqrt(mean(x^2) + eps) over one vector, computed by the 16 lanes of a half-warp; every lane gets it.
+// Each lane loads kLoadBatch of its elements at once and then adds them in order, so it waits on memory
+// once a batch rather than once an element.
 __device__ float inverse_rms(const uint16_t* x, int64_t dim, float eps, bool active) {
   const int lane = threadIdx.x % kLanes;
   float sum = 0.0f;
   if (active) {
-    for (int64_t k = lane; k < dim; k += kLanes) {
-      const float value = bf16_value(x[k]);
-      sum = sum + value * value;
+    for (int64_t k0 = lane; k0 < dim; k0 += kLanes * kLoadBatch) {
+      float values[kLoadBatch];
+#pragma unroll
+      for (int b = 0; b < kLoadBatch; ++b)
+        values[b] = k0 + b * kLanes < dim ? bf16_value(x[k0 + b * kLanes]) : 0.0f;
+#pragma unroll
+      for (int b = 0; b < kLoadBatch; ++b)
+        if (k0 + b * kLanes < dim) sum = sum + values[b] * values[b];
     }
   }
   for (int width = kLanes / 2; width >= 1; width /= 2)
@@ -180,25 +189,45 @@ __global__ void __launch_bounds__(kWideThreads) residual_norm_kernel(ResidualNor
   }
 }
 
+// One pair's rotation: out[i] = bf16(bf16(first * c) + bf16(-second * s)), out[i + half] = bf16(bf16(second
+// * c) + bf16(first * s)) with c, s = bf16(cos/sin(theta)), and the same bits into `copy` where it is not
+// null.
+__device__ __forceinline__ void rotate_pair(float first, float second, float theta, int64_t i, int64_t half,
+                                            uint16_t* out, uint16_t* copy) {
+  const float cosine = round_bf16(cosf(theta));
+  const float sine = round_bf16(sinf(theta));
+  const uint16_t low = bf16_bits(round_bf16(first * cosine) + round_bf16(-second * sine));
+  const uint16_t high = bf16_bits(round_bf16(second * cosine) + round_bf16(first * sine));
+  out[i] = low;
+  out[i + half] = high;
+  if (copy != nullptr) {
+    copy[i] = low;
+    copy[i + half] = high;
+  }
+}
+
 // The half-warp's rotation of its normed vector x: out[i] and out[i + dim/2] from x's pair i (each lane
 // reads only the elements it writes, so out may be x), and the same bits into `copy` where it is not null.
+// A lane reads kLoadBatch pairs (and their weights) before it writes them, so its loads are in flight
+// together.
 __device__ __forceinline__ void rotate(const uint16_t* x, const uint16_t* weight, float inverse, int64_t dim,
                                        float position, const float* inv_freq, uint16_t* out,
                                        uint16_t* copy = nullptr) {
   const int64_t half = dim / 2;
-  for (int64_t i = threadIdx.x % kLanes; i < half; i += kLanes) {
-    const float first = round_bf16(normed(x, weight, i, inverse));
-    const float second = round_bf16(normed(x, weight, i + half, inverse));
-    const float theta = position * inv_freq[i];
-    const float cosine = round_bf16(cosf(theta));
-    const float sine = round_bf16(sinf(theta));
-    const uint16_t low = bf16_bits(round_bf16(first * cosine) + round_bf16(-second * sine));
-    const uint16_t high = bf16_bits(round_bf16(second * cosine) + round_bf16(first * sine));
-    out[i] = low;
-    out[i + half] = high;
-    if (copy != nullptr) {
-      copy[i] = low;
-      copy[i + half] = high;
+  for (int64_t i0 = threadIdx.x % kLanes; i0 < half; i0 += kLanes * kLoadBatch) {
+    float firsts[kLoadBatch], seconds[kLoadBatch];
+#pragma unroll
+    for (int b = 0; b < kLoadBatch; ++b) {
+      const int64_t i = i0 + b * kLanes;
+      if (i >= half) break;
+      firsts[b] = round_bf16(normed(x, weight, i, inverse));
+      seconds[b] = round_bf16(normed(x, weight, i + half, inverse));
+    }
+#pragma unroll
+    for (int b = 0; b < kLoadBatch; ++b) {
+      const int64_t i = i0 + b * kLanes;
+      if (i >= half) break;
+      rotate_pair(firsts[b], seconds[b], position * inv_freq[i], i, half, out, copy);
     }
   }
 }
