@@ -86,11 +86,6 @@ __device__ inline RowKeys row_keys(const Params& params, int64_t r) {
   return row;
 }
 
-__device__ __forceinline__ const uint16_t* cache_row(const uint16_t* cache, const RowKeys& row, int kv_heads,
-                                                     int kv_head, int head_dim, int64_t position) {
-  return cache + ((position % row.segment.capacity) * kv_heads + kv_head) * static_cast<int64_t>(head_dim);
-}
-
 // Partition jrel of a row: positions base .. base + kPart - 1, of which lo .. hi are visible.
 struct Window {
   int64_t base, lo, hi;
@@ -120,16 +115,22 @@ __device__ inline HeadChunk head_chunk(const Params& params, int index, int per_
 }
 
 // The partition's p_j = bf16(exp(s_j - m) / l) for the chunk's heads as bf16 rows of kWeightStride, from the
-// scores staged as [kScoreSlots][kPart] (copy_scores); zeros for keys a head does not see and for rows past
-// its heads (kScoreSlots rows).
+// scores staged as [kScoreSlots][kPart] (copy_scores); zeros for keys a head does not see. Rows past the
+// chunk's heads stay as zero_weight_rows left them.
 __device__ __forceinline__ void stage_weights(const float* scores, const Window& w, int count,
                                               const float* top, const float* total, uint16_t* weights) {
-  for (int i = static_cast<int>(threadIdx.x); i < kScoreSlots * kPart; i += kThreads) {
+  for (int i = static_cast<int>(threadIdx.x); i < count * kPart; i += kThreads) {
     const int h = i / kPart, jj = i % kPart;
     uint16_t bits = 0;
-    if (h < count && w.visible(w.base + jj)) bits = bf16_bits(expf(scores[i] - top[h]) / total[h]);
+    if (w.visible(w.base + jj)) bits = bf16_bits(expf(scores[i] - top[h]) / total[h]);
     weights[h * kWeightStride + jj] = bits;
   }
+}
+
+// The weight rows past the chunk's heads (up to kScoreSlots, the mma tile's rows) as zeros, once a block.
+__device__ __forceinline__ void zero_weight_rows(int count, uint16_t* weights) {
+  for (int i = static_cast<int>(threadIdx.x); i < (kScoreSlots - count) * kPart; i += kThreads)
+    weights[(count + i / kPart) * kWeightStride + i % kPart] = 0;
 }
 
 // Copies (cp.async) the partition's stored scores of the chunk's first H heads into [kScoreSlots][kPart]:
@@ -144,17 +145,23 @@ __device__ __forceinline__ void copy_scores(const Params& params, int64_t head0,
   }
 }
 
-// Key jj's value row of the partition from column column0: its cache slot (base + jj) % capacity, with one
-// division for the partition instead of one a key.
-__device__ __forceinline__ auto value_rows(const Params& params, const RowKeys& row, int kv_head,
-                                           const Window& w, int column0) {
+// Key jj's row of the partition in `cache` (the row's keys or values): its slot (base + jj) % capacity, with
+// one division for the partition instead of one a key.
+__device__ __forceinline__ auto partition_rows(const Params& params, const RowKeys& row,
+                                               const uint16_t* cache, int kv_head, const Window& w) {
   const int64_t capacity = row.segment.capacity, first_slot = w.base % capacity;
-  return [=, &params, &row](int jj) {
+  return [=, &params](int jj) {
     int64_t slot = first_slot + jj;  // below 2 * capacity when the cache holds a partition
     slot = capacity < kPart ? (w.base + jj) % capacity : slot < capacity ? slot : slot - capacity;
-    return row.segment.values + (slot * params.kv_heads + kv_head) * static_cast<int64_t>(params.head_dim) +
-           column0;
+    return cache + (slot * params.kv_heads + kv_head) * static_cast<int64_t>(params.head_dim);
   };
+}
+
+// Key jj's value row of the partition from column column0.
+__device__ __forceinline__ auto value_rows(const Params& params, const RowKeys& row, int kv_head,
+                                           const Window& w, int column0) {
+  const auto rows = partition_rows(params, row, row.segment.values, kv_head, w);
+  return [=](int jj) { return rows(jj) + column0; };
 }
 
 // The partition's value rows, columns column0 .. column0 + kColumns - 1, into rows of kValueStride, an
@@ -292,8 +299,9 @@ constexpr int kScoreStride = kPart + 1;
 
 // Each of `count` score rows' (max, sum exp(s - max)) over its entries lo[r]..hi[r] (none where lo > hi), as
 // the loops `top = top < s_k ? s_k : top` from -inf and `total = total + exp(s_k - top)` from 0 over k in
-// order make them (the bits of ordered_max and ordered_sum): a thread a row for the max and the sum, the
-// block for the exponentials, which replace the row's entries. count <= kThreads; every thread calls it.
+// order make them (the bits of ordered_max and ordered_sum): a thread a row for the max and the sum (eight
+// entries' reads in flight), the block for the exponentials, which replace the row's entries. count <=
+// kThreads; every thread calls it.
 template <int kRows>
 __device__ void partition_stats(float (&rows)[kRows][kScoreStride], int count, const int* lo, const int* hi,
                                 float2* stats) {
@@ -301,6 +309,7 @@ __device__ void partition_stats(float (&rows)[kRows][kScoreStride], int count, c
   __syncthreads();  // the rows, lo and hi are in
   if (t < count) {
     float top = -INFINITY;
+#pragma unroll 8
     for (int k = lo[t]; k <= hi[t]; ++k) top = top < rows[t][k] ? rows[t][k] : top;
     stats[t].x = top;
   }
@@ -312,6 +321,7 @@ __device__ void partition_stats(float (&rows)[kRows][kScoreStride], int count, c
   __syncthreads();
   if (t < count) {
     float total = 0.0f;
+#pragma unroll 8
     for (int k = lo[t]; k <= hi[t]; ++k) total = total + rows[t][k];
     stats[t].y = total;
   }

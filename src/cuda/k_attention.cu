@@ -46,11 +46,8 @@ __global__ void __launch_bounds__(kThreads) score_kernel(Params params) {
   const Window w = window_of(row, jrel);
   const uint16_t* q = params.q + r * params.q_stride + static_cast<int64_t>(chunk.first) * dim;
   const auto query_row = [&](int h) { return h < chunk.count ? q + static_cast<int64_t>(h) * dim : nullptr; };
-  const auto key_row = [&](int jj) {
-    return w.visible(w.base + jj)
-               ? cache_row(row.segment.keys, row, params.kv_heads, chunk.kv_head, dim, w.base + jj)
-               : nullptr;
-  };
+  const auto keys = partition_rows(params, row, row.segment.keys, chunk.kv_head, w);
+  const auto key_row = [&](int jj) { return w.visible(w.base + jj) ? keys(jj) : nullptr; };
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   float dots[2][4];
   partition_dots_direct(query_row(lane / 4), query_row(lane / 4 + 8), params.q_vector,
@@ -156,6 +153,7 @@ __global__ void __launch_bounds__(kThreads, 4) values_kernel(Params params) {
     copy_commit();
   };
   copy_partition(begin);
+  zero_weight_rows(chunk.count, weights);
   normalizers(params, row, head0, chunk.count, top, total);
   float out[4][4] = {};  // whole rows: the partitions' sums added in order
   for (int64_t jrel = begin; jrel < end; ++jrel) {
