@@ -19,6 +19,11 @@ __device__ __forceinline__ float round_bf16(float value) {
   return bf16_value(bf16_bits(value));
 }
 
+// Whether bf16 rows from `pointer`, `stride` elements apart, all start 16 bytes aligned (8 elements a load).
+__host__ __device__ inline bool rows_aligned16(const void* pointer, int64_t stride) {
+  return reinterpret_cast<uintptr_t>(pointer) % 16 == 0 && stride % 8 == 0;
+}
+
 __host__ __device__ inline unsigned blocks_for(int64_t items, int per_block) {
   return static_cast<unsigned>((items + per_block - 1) / per_block);
 }

@@ -2,8 +2,9 @@
 // then out = bf16(h_out * inv_h * w_next), each inv = 1 / sqrt(mean(x^2) + eps) in fp32 (--fmad=false).
 // The sums of squares keep k_norm.cu's order (element k to lane k % 16, each lane's elements in ascending
 // order, then a tree of 8, 4, 2, 1), so the bits are those of the block-per-row kernel and the CPU backend.
-// The block-per-row kernel runs that order on 16 of its 512 threads; here every warp of the GPU holds a row,
-// so a prompt's rows run their sequential sums side by side and a decode row waits on fewer barriers.
+// The block-per-row kernel (k_norm.cu) runs that order on 16 of its 512 threads; here a warp holds a row, so
+// a prompt's rows run their sequential sums side by side. k_norm.cu sends calls of 64 rows or more here: at
+// decode rows one warp's chain of load batches is slower than the block's staged row.
 #include "cuda/bf16.cuh"
 #include "cuda/dependent_launch.cuh"
 #include "cuda/launchers.hpp"
@@ -137,18 +138,15 @@ __global__ void __launch_bounds__(kRowWarps * 32) residual_norm_rows_kernel(Resi
   }
 }
 
-bool aligned16(const void* pointer, int64_t stride) {
-  return reinterpret_cast<uintptr_t>(pointer) % 16 == 0 && stride % 8 == 0;
-}
-
 }  // namespace
 
 bool residual_norm_rows_fit(const ResidualNormArgs& launch) {
   const RmsNormArgs& post = launch.post;
   const RmsNormArgs& next = launch.next_norm;
-  return post.dim % kChunk == 0 && post.dim < (int64_t{1} << 30) && aligned16(post.x, post.x_stride) &&
-         aligned16(post.weight, 0) && aligned16(next.weight, 0) && aligned16(launch.h, launch.h_stride) &&
-         aligned16(launch.h_out, launch.h_out_stride) && aligned16(next.out, next.out_stride);
+  return post.dim % kChunk == 0 && post.dim < (int64_t{1} << 30) && rows_aligned16(post.x, post.x_stride) &&
+         rows_aligned16(post.weight, 0) && rows_aligned16(next.weight, 0) &&
+         rows_aligned16(launch.h, launch.h_stride) && rows_aligned16(launch.h_out, launch.h_out_stride) &&
+         rows_aligned16(next.out, next.out_stride);
 }
 
 cudaError_t launch_residual_norm_rows(const ResidualNormArgs& launch, cudaStream_t stream) {

@@ -90,14 +90,10 @@ __global__ void rows_vector_kernel(RowsArgs launch, Element element) {
   }
 }
 
-bool aligned16(const void* pointer, int64_t stride) {
-  return reinterpret_cast<uintptr_t>(pointer) % 16 == 0 && stride % 8 == 0;
-}
-
 bool vector_rows(const RowsArgs& launch) {
-  return !launch.out_f32 && launch.width % 8 == 0 && aligned16(launch.a, launch.a_stride) &&
-         (launch.b == nullptr || aligned16(launch.b, launch.b_stride)) &&
-         aligned16(launch.out, launch.out_stride);
+  return !launch.out_f32 && launch.width % 8 == 0 && rows_aligned16(launch.a, launch.a_stride) &&
+         (launch.b == nullptr || rows_aligned16(launch.b, launch.b_stride)) &&
+         rows_aligned16(launch.out, launch.out_stride);
 }
 
 template <class Element>

@@ -27,8 +27,9 @@ size_t current_shared_optin();
 
 cudaError_t launch_embed_rows(const EmbedArgs& launch, cudaStream_t stream);
 cudaError_t launch_rms_norm(const RmsNormArgs& launch, cudaStream_t stream);
-// residual_norm as one kernel a row: for rows of up to 12288 columns, unless PLUMB_CUDA_FUSED_NORM is 0
-// (residual_norm_fused says which; the backend launches the four steps otherwise).
+// residual_norm as one kernel (a block a row, or from 64 rows a warp a row, the same bits): for rows of up to
+// 12288 columns, unless PLUMB_CUDA_FUSED_NORM is 0 (residual_norm_fused says which; the backend launches the
+// four steps otherwise).
 bool residual_norm_fused(int64_t dim);
 cudaError_t launch_residual_norm(const ResidualNormArgs& launch, cudaStream_t stream);
 cudaError_t launch_norm_rope(const NormRopeArgs& launch, cudaStream_t stream);
