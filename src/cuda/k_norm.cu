@@ -1,12 +1,14 @@
 // rms_norm: bf16((x * (1 / sqrt(mean(x^2) + eps))) * w) in fp32; norm_rope: n = bf16(rms_norm(x)),
 // out = bf16(bf16(n * c) + bf16(rotate_half(n) * s)) with c, s = bf16(cos/sin(f32(p) * inv_freq)).
 // The sum of squares uses the CPU backend's order (element k to lane k % 16, lanes sequential, then a tree of
-// 8, 4, 2, 1) and --fmad=false, so the norm and its bf16 rounding points match it bit for bit.
+// 8, 4, 2, 1: norm_order.cuh) and --fmad=false, so the norm and its bf16 rounding points match it bit for
+// bit.
 
 #include "cuda/bf16.cuh"
 #include "cuda/dependent_launch.cuh"
 #include "cuda/kv_segments.cuh"
 #include "cuda/launchers.hpp"
+#include "cuda/norm_order.cuh"
 
 namespace plumb::cuda {
 
@@ -16,7 +18,7 @@ cudaError_t launch_residual_norm_rows(const ResidualNormArgs& launch, cudaStream
 
 namespace {
 
-constexpr int kLanes = 16;
+constexpr int kLanes = kNormLanes;
 constexpr int kThreads = 256;
 constexpr int kVectorsPerBlock = kThreads / kLanes;
 constexpr int kMaxRopePairs = 512;
@@ -52,11 +54,8 @@ __device__ float inverse_rms(const uint16_t* x, int64_t dim, float eps, bool act
         if (k0 + b * kLanes < dim) sum = sum + values[b] * values[b];
     }
   }
-  for (int width = kLanes / 2; width >= 1; width /= 2)
-    sum = sum + __shfl_down_sync(0xffffffffu, sum, width, kLanes);
-  const float total = __shfl_sync(0xffffffffu, sum, 0, kLanes);
-  const float mean = total / static_cast<float>(dim);
-  return 1.0f / sqrtf(mean + eps);
+  const float total = __shfl_sync(0xffffffffu, lane_group_total(sum), 0, kLanes);
+  return inverse_of_total(total, dim, eps);
 }
 
 __device__ __forceinline__ float normed(const uint16_t* x, const uint16_t* weight, int64_t k, float inverse) {
@@ -91,13 +90,9 @@ __device__ __forceinline__ void stage_bf16x8(const uint16_t* source, float* targ
   }
 }
 
-__device__ __forceinline__ bool aligned16(const void* pointer) {
-  return (reinterpret_cast<uintptr_t>(pointer) & 15u) == 0;
-}
-
 // Stages one vector of n bf16 values into shared memory as floats, 8 a load where both allow it.
 __device__ __forceinline__ void stage_vector(const uint16_t* source, float* target, int64_t n) {
-  if (n % 8 == 0 && aligned16(source)) {
+  if (n % 8 == 0 && rows_aligned16(source, 0)) {
     stage_bf16x8(source, target, n);
   } else {
     for (int64_t k = threadIdx.x; k < n; k += blockDim.x) target[k] = bf16_value(source[k]);
@@ -115,9 +110,8 @@ __device__ float block_inverse_rms(const float* values, int64_t dim, float eps) 
 #pragma unroll 8
       for (int64_t k = threadIdx.x; k < dim; k += kLanes) sum = sum + values[k] * values[k];
     }
-    for (int width = kLanes / 2; width >= 1; width /= 2)
-      sum = sum + __shfl_down_sync(0xffffffffu, sum, width, kLanes);
-    if (threadIdx.x == 0) inverse = 1.0f / sqrtf(sum / static_cast<float>(dim) + eps);
+    sum = lane_group_total(sum);
+    if (threadIdx.x == 0) inverse = inverse_of_total(sum, dim, eps);
   }
   __syncthreads();
   return inverse;

@@ -8,12 +8,13 @@
 #include "cuda/bf16.cuh"
 #include "cuda/dependent_launch.cuh"
 #include "cuda/launchers.hpp"
+#include "cuda/norm_order.cuh"
 
 namespace plumb::cuda {
 
 namespace {
 
-constexpr int kLanes = 16;                   // the sum order's lanes
+constexpr int kLanes = kNormLanes;           // the sum order's lanes
 constexpr int kRowWarps = 8;                 // rows a block
 constexpr int kChunk = 32 * 8;               // a warp's elements a step: 8 a lane, one 16-byte load each
 constexpr int kLaneTerms = kChunk / kLanes;  // each sum lane's terms a step
@@ -75,12 +76,9 @@ __device__ __forceinline__ void add_squares(float* staged, const Eight& x, int l
   }
 }
 
-// 1 / sqrt(mean + eps) from the lanes' sums by the tree of 8, 4, 2, 1 over lanes 0-15; every lane gets it.
+// 1 / sqrt(mean + eps) from lanes 0-15's sums (norm_order.cuh); every lane of the warp gets it.
 __device__ __forceinline__ float warp_inverse_rms(float sum, int dim, float eps) {
-  for (int width = kLanes / 2; width >= 1; width /= 2)
-    sum = sum + __shfl_down_sync(0xffffffffu, sum, width, kLanes);
-  const float total = __shfl_sync(0xffffffffu, sum, 0);
-  return 1.0f / sqrtf(total / static_cast<float>(dim) + eps);
+  return inverse_of_total(__shfl_sync(0xffffffffu, lane_group_total(sum), 0), dim, eps);
 }
 
 __global__ void __launch_bounds__(kRowWarps * 32) residual_norm_rows_kernel(ResidualNormArgs launch) {
