@@ -80,13 +80,10 @@ __global__ void rms_norm_kernel(RmsNormArgs launch) {
 // each thread's loads are in flight together instead of one round trip to memory per element.
 __device__ __forceinline__ void stage_bf16x8(const uint16_t* source, float* target, int64_t n) {
   for (int64_t c = threadIdx.x; c < n / 8; c += blockDim.x) {
-    const uint4 packed = reinterpret_cast<const uint4*>(source)[c];
-    const uint32_t words[4] = {packed.x, packed.y, packed.z, packed.w};
+    float values[8];
+    unpack_bf16x8(reinterpret_cast<const uint4*>(source)[c], values);
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      target[8 * c + 2 * j] = bf16_value(static_cast<uint16_t>(words[j] & 0xffffu));
-      target[8 * c + 2 * j + 1] = bf16_value(static_cast<uint16_t>(words[j] >> 16));
-    }
+    for (int j = 0; j < 8; ++j) target[8 * c + j] = values[j];
   }
 }
 

@@ -26,13 +26,8 @@ struct Eight {
 };
 
 __device__ __forceinline__ Eight unpack8(const uint4& packed) {
-  const uint32_t words[4] = {packed.x, packed.y, packed.z, packed.w};
   Eight out;
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    out.v[2 * j] = bf16_value(static_cast<uint16_t>(words[j] & 0xffffu));
-    out.v[2 * j + 1] = bf16_value(static_cast<uint16_t>(words[j] >> 16));
-  }
+  unpack_bf16x8(packed, out.v);
   return out;
 }
 
@@ -50,13 +45,9 @@ struct Batch {
   }
 };
 
-// Stores eight values already rounded to bf16 (or rounds them: bf16_bits of a bf16 value is exact).
+// Stores eight values, each rounded to bf16 (exact for values that are bf16 already).
 __device__ __forceinline__ void store8(uint16_t* row, int64_t at, const Eight& x) {
-  uint32_t words[4];
-#pragma unroll
-  for (int j = 0; j < 4; ++j)
-    words[j] = bf16_bits(x.v[2 * j]) | static_cast<uint32_t>(bf16_bits(x.v[2 * j + 1])) << 16;
-  *reinterpret_cast<uint4*>(row + at) = make_uint4(words[0], words[1], words[2], words[3]);
+  *reinterpret_cast<uint4*>(row + at) = pack_bf16x8(x.v);
 }
 
 // The warp's running sum of squares in the lanes' order: the chunk's values go through the warp's shared
