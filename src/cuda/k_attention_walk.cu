@@ -137,6 +137,11 @@ __device__ void add_partition_slot_by_slot(const Params& params, const TileRows&
   }
 }
 
+// A values walk block's strips of kWalkColumns output columns across the head dimension.
+__host__ __device__ inline int walk_strips(int head_dim) {
+  return (head_dim + kWalkColumns - 1) / kWalkColumns;
+}
+
 // One block per (kv head, chunk of heads and strip of kWalkColumns columns, tile) walks the tile's
 // partitions in order.
 __global__ void __launch_bounds__(kThreads) values_walk_kernel(Params params) {
@@ -145,7 +150,7 @@ __global__ void __launch_bounds__(kThreads) values_walk_kernel(Params params) {
   uint16_t* stages = reinterpret_cast<uint16_t*>(dynamic_shared);  // [kStages][kStageElements]
   __shared__ TileRows tile;
   if (!load_tile(params, tile)) return;
-  const int strips = (params.head_dim + kWalkColumns - 1) / kWalkColumns;
+  const int strips = walk_strips(params.head_dim);
   const HeadChunk chunk = head_chunk(params, static_cast<int>(blockIdx.y) / strips, params.tile_heads);
   const int column0 = static_cast<int>(blockIdx.y) % strips * kWalkColumns;
   const int steps = static_cast<int>(tile.part_hi - tile.part_lo + 1);
@@ -182,7 +187,7 @@ cudaError_t launch_value_walk(const Params& params, cudaStream_t stream) {
   const cudaError_t code = cudaFuncSetAttribute(
       values_walk_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kWalkShared));
   if (code != cudaSuccess) return code;
-  const int strips = (params.head_dim + kWalkColumns - 1) / kWalkColumns;
+  const int strips = walk_strips(params.head_dim);
   const dim3 grid(1, static_cast<unsigned>(params.kv_heads * params.head_chunks * strips),
                   static_cast<unsigned>(params.tiles));
   launch_dependent(values_walk_kernel, grid, kThreads, kWalkShared, stream, params);
