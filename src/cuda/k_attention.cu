@@ -204,22 +204,39 @@ __global__ void __launch_bounds__(kThreads) merge_kernel(Params params) {
 using Kernel = void (*)(Params);
 
 template <int H>
-Kernel score_kernel_of(bool vector) {
-  return vector ? score_kernel<H, true> : score_kernel<H, false>;
-}
+struct ScoreKernel {
+  static Kernel get(bool vector) { return vector ? score_kernel<H, true> : score_kernel<H, false>; }
+};
 
 template <int H>
-Kernel values_kernel_of(bool vector) {
-  return vector ? values_kernel<H, true> : values_kernel<H, false>;
-}
+struct ValuesKernel {
+  static Kernel get(bool vector) { return vector ? values_kernel<H, true> : values_kernel<H, false>; }
+};
 
-// Query heads per block: the most of 16 and 4 (up to `most`) that still gives the blocks wanted, since a
-// larger chunk reads each key or value row once for more heads; else 1.
+// Query heads per block: the most of 16, 4 and 2 (up to `most`) that still gives the blocks wanted, since a
+// larger chunk reads each key or value row once for more heads; else 1. PLUMB_CUDA_ATTENTION_PAIRS=0 leaves
+// out chunks of 2 (for A/B in one build).
 int heads_per_block(int group, int64_t blocks_per_head_chunk, int64_t wanted, int most) {
-  for (int heads : {16, 4})
-    if (heads <= most && heads <= group && blocks_per_head_chunk * ((group + heads - 1) / heads) >= wanted)
+  static const bool pairs = env_switch_on("PLUMB_CUDA_ATTENTION_PAIRS");
+  for (int heads : {16, 4, 2})
+    if ((heads != 2 || pairs) && heads <= most && heads <= group &&
+        blocks_per_head_chunk * ((group + heads - 1) / heads) >= wanted)
       return heads;
   return 1;
+}
+
+template <template <int> class Of>
+Kernel kernel_for_heads(int heads, bool vector) {
+  switch (heads) {
+    case 16:
+      return Of<16>::get(vector);
+    case 4:
+      return Of<4>::get(vector);
+    case 2:
+      return Of<2>::get(vector);
+    default:
+      return Of<1>::get(vector);
+  }
 }
 
 // Tiles of a kv group's heads times kSlots / heads rows, none crossing a segment.
@@ -236,9 +253,7 @@ cudaError_t launch_scores(Params params, const DeviceLimits& limits, cudaStream_
   const int score_heads = heads_per_block(params.group, int64_t{params.span} * params.kv_heads * params.rows,
                                           limits.blocks_wanted, 16);
   params.head_chunks = (params.group + score_heads - 1) / score_heads;
-  const Kernel score = score_heads == 16  ? score_kernel_of<16>(params.rows_vector)
-                       : score_heads == 4 ? score_kernel_of<4>(params.rows_vector)
-                                          : score_kernel_of<1>(params.rows_vector);
+  const Kernel score = kernel_for_heads<ScoreKernel>(score_heads, params.rows_vector);
   const auto kv_heads = static_cast<unsigned>(params.kv_heads);
   launch_dependent(score,
                    dim3(params.span, kv_heads * params.head_chunks, static_cast<unsigned>(params.rows)),
@@ -253,9 +268,7 @@ cudaError_t launch_values(Params params, const DeviceLimits& limits, cudaStream_
   const int values_heads = heads_per_block(
       params.group, int64_t{value_parts} * kv_heads * params.column_chunks * rows, limits.blocks_wanted, 16);
   params.head_chunks = (params.group + values_heads - 1) / values_heads;
-  const Kernel values = values_heads == 16  ? values_kernel_of<16>(params.rows_vector)
-                        : values_heads == 4 ? values_kernel_of<4>(params.rows_vector)
-                                            : values_kernel_of<1>(params.rows_vector);
+  const Kernel values = kernel_for_heads<ValuesKernel>(values_heads, params.rows_vector);
   launch_dependent(values, dim3(value_parts, kv_heads * params.head_chunks * params.column_chunks, rows),
                    kThreads, 0, stream, params);
   return cudaGetLastError();
