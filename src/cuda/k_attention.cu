@@ -10,7 +10,7 @@
 // Rows of up to kWholeSpan partitions are "whole": one values block merges the stats into m and l, makes p_j
 // and adds each partition's sum p_j v_j in order, writing out. Longer rows are "split": normalize_kernel
 // merges m and l once per (row, head), a values block per partition writes its partial sums, merge_kernel
-// adds them in partition order. Blocks take a few query heads of a kv group (1, 4 or 16, whichever gives
+// adds them in partition order. Blocks take a few query heads of a kv group (1, 2, 4 or 16, whichever gives
 // enough blocks) and values blocks a strip of kColumns output columns. Prompt chunks of groups up to kSlots
 // heads take k_attention_tiles.cu's score walk, which stages each partition once for a tile of rows, and for
 // split rows normalize_kernel's weights and k_attention_walk.cu's values walk, which adds each row's sums in
