@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "cuda/bf16.cuh"
+#include "cuda/kv_segments.cuh"
 #include "cuda/mma.cuh"
 
 namespace plumb::cuda::attention {
@@ -20,7 +21,8 @@ constexpr int kWeightStride = kPart + 8;    // bf16 a staged weight row (rows 16
 constexpr int kValueStride = kColumns + 8;  // bf16 a staged value row
 constexpr int kMaxGroup = 128;
 constexpr int kWholeSpan = 8;  // rows spanning up to this many partitions walk them in one values block
-constexpr int kMaxSegments = 16;
+// Streams a launch takes at once: 32-stream decode in one launch of each kernel instead of two.
+constexpr int kMaxSegments = 32;
 // Query vectors (rows x heads of one kv group) per block of k_attention_tiles.cu: an mma tile of kScoreSlots
 // a warp, so that each staged partition serves four warps' rows.
 constexpr int kSlots = kWarps * kScoreSlots;
@@ -67,6 +69,7 @@ struct Params {
   int tile_rows, tile_heads;
   int64_t tiles;
 };
+static_assert(sizeof(Params) <= 4096, "the attention kernels' parameters exceed 4 KiB");
 
 struct RowKeys {
   SegmentEntry segment;
@@ -76,10 +79,8 @@ struct RowKeys {
 };
 
 __device__ inline RowKeys row_keys(const Params& params, int64_t r) {
-  int s = 0;
-  while (s + 1 < params.segment_count && r >= params.segments[s + 1].first_row) ++s;
   RowKeys row;
-  row.segment = params.segments[s];
+  row.segment = segment_of_row(params.segments, params.segment_count, r);
   row.position = params.positions[r];
   row.first = params.window > 0 ? max(int64_t{0}, row.position - params.window + 1) : 0;
   row.parts = row.position / kPart - row.first / kPart + 1;

@@ -13,9 +13,10 @@ struct KvSegmentEntry {
   int64_t capacity;
 };
 
-// Row r's segment, by bisection over the table's first rows (ascending).
-__device__ __forceinline__ const KvSegmentEntry& segment_of_row(const KvSegmentEntry* segments, int count,
-                                                                int64_t r) {
+// Row r's segment, by bisection over the table's first rows (ascending): the last whose first row is at most
+// r (any entry with a first_row; attention's tables too).
+template <class Entry>
+__device__ __forceinline__ const Entry& segment_of_row(const Entry* segments, int count, int64_t r) {
   int low = 0, high = count - 1;
   while (low < high) {
     const int middle = (low + high + 1) / 2;

@@ -158,5 +158,24 @@ TEST(CudaAttention, AStreamsRowsDoNotDependOnTheOtherStreams) {
   }
 }
 
+// More streams than one launch takes (attention_device.cuh's kMaxSegments): the rows go in two chunks, and
+// each stream's rows are still its own run's.
+TEST(CudaAttention, StreamsBeyondOneLaunchGiveEachStreamsBits) {
+  PLUMB_GPU_OR_SKIP();
+  for (int64_t window : {int64_t{0}, int64_t{50}}) {
+    std::vector<Stream> streams;
+    for (int i = 0; i < 40; ++i)
+      streams.push_back(make_stream({16, 8, 256, window, 20 + 7 * i, 1.0f}, i % 3 == 0 ? 2 : 1, 100 + i));
+    std::vector<const Stream*> all;
+    for (const Stream& s : streams) all.push_back(&s);
+    const std::vector<std::vector<uint8_t>> together = attend(all);
+    for (size_t i = 0; i < streams.size(); ++i) {
+      testing::expect_same_bits(fmt::format("window {}: stream {} of 40", window, i), together[i],
+                                attend({&streams[i]})[0], 2);
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace plumb::cuda
