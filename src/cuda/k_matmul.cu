@@ -132,9 +132,9 @@ __device__ void run_tiles_warpgroups(const Params& p, char* shared, Accumulators
 #endif
 
 // One block: output tile `place` over the k tiles of cross-block split `split` (all of k without them).
-template <int kRowsTile, int kBits>
+template <int kRowsTile, int kBits, int kStages = 0>
 __device__ __forceinline__ void matmul_block(const Params& p, TilePlace place, int64_t split) {
-  using L = Layout<kRowsTile, kBits>;
+  using L = Layout<kRowsTile, kBits, kStages>;
   extern __shared__ __align__(128) char shared_bytes[];
   char* shared = shared_bytes;
   if constexpr (L::kAlignBytes != 0)
@@ -157,9 +157,10 @@ __device__ __forceinline__ void matmul_block(const Params& p, TilePlace place, i
   write_tile<L>(p, total, m0, n0, split, warp_m, warp_n, lane);
 }
 
-template <int kRowsTile, int kBits>
+// kStages 0: the layout's pipeline stages (run chooses otherwise for the bf16 32-row tile).
+template <int kRowsTile, int kBits, int kStages>
 __global__ void __launch_bounds__(kThreads) matmul_kernel(Params p) {
-  matmul_block<kRowsTile, kBits>(p, place_block(), blockIdx.z);
+  matmul_block<kRowsTile, kBits, kStages>(p, place_block(), blockIdx.z);
 }
 
 // Up to kMatmulGroupMembers bf16 matmuls of one x in one launch: member i's blocks are [first_block[i],
@@ -228,6 +229,25 @@ Plan plan_for(int64_t rows, int64_t n, int64_t k) {
   return plan;
 }
 
+// The bf16 32-row tile's plain kernel with three pipeline stages: 60 KiB of shared memory, so three blocks an
+// SM where four stages fit two. The 3840 x 15360 down projection's 270 blocks at 32 rows then run in one wave
+// instead of 264 and a tail of 6. The grouped kernel keeps four (its registers hold it to two blocks an SM).
+// PLUMB_CUDA_TILE32_STAGES3=0 gives the plain kernel four (for A/B in one build).
+constexpr int kPlainTile32Stages = 3;
+bool plain_tile32_three_stages() {
+  static const bool on = env_switch_on("PLUMB_CUDA_TILE32_STAGES3");
+  return on;
+}
+
+cudaError_t launch_tile_kernel(void (*kernel)(Params), int shared_bytes, dim3 grid, const Params& p,
+                               cudaStream_t stream) {
+  const cudaError_t code =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes);
+  if (code != cudaSuccess) return code;
+  launch_dependent(kernel, grid, kThreads, shared_bytes, stream, p);
+  return cudaGetLastError();
+}
+
 template <int kRowsTile, int kBits>
 cudaError_t run(const Params& p, const Plan& plan, cudaStream_t stream) {
   using L = Layout<kRowsTile, kBits>;
@@ -235,12 +255,11 @@ cudaError_t run(const Params& p, const Plan& plan, cudaStream_t stream) {
                   plan.cross ? plan.splits : 1);
   if constexpr (kRowsTile == 128 && kBits % 2 == 0 && kBits < 8)
     if (ring_tile_fits(p, kBits)) return launch_ring_tile<kBits>(p, grid.x, grid.y, grid.z, stream);
-  auto kernel = matmul_kernel<kRowsTile, kBits>;
-  const cudaError_t code =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kSharedBytes);
-  if (code != cudaSuccess) return code;
-  launch_dependent(kernel, grid, kThreads, L::kSharedBytes, stream, p);
-  return cudaGetLastError();
+  if constexpr (kRowsTile == 32 && kBits == 0)
+    if (plain_tile32_three_stages())
+      return launch_tile_kernel(matmul_kernel<32, 0, kPlainTile32Stages>,
+                                Layout<32, 0, kPlainTile32Stages>::kSharedBytes, grid, p, stream);
+  return launch_tile_kernel(matmul_kernel<kRowsTile, kBits, 0>, L::kSharedBytes, grid, p, stream);
 }
 
 template <int kBits>

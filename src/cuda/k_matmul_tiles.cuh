@@ -78,7 +78,7 @@ struct Params {
 // kRowsTile rows by kTileN outputs per block, eight warps; kBits 0 is a dense bf16 weight. A 128-row tile is
 // two warpgroups (wgmma.cuh): each warp holds 16 rows by all 128 columns, and two dequantized weight tiles
 // alternate so that one can be written while the tensor cores still read the other.
-template <int kRowsTile, int kBits>
+template <int kRowsTile, int kBits, int kStagesChosen = 0>
 struct Layout {
   static constexpr bool kWarpgroups = kRowsTile == 128;
   static constexpr int kWarpsM = kRowsTile == 16 ? 1 : kWarpgroups ? 8 : 2;
@@ -87,7 +87,7 @@ struct Layout {
   static constexpr int kWarpCols = kTileN / kWarpsN;
   static constexpr int kMTiles = kWarpRows / 16;
   static constexpr int kNTiles = kWarpCols / 8;
-  static constexpr int kStages = kBits == 0 ? (kWarpgroups ? 5 : 4) : 6;
+  static constexpr int kStages = kStagesChosen != 0 ? kStagesChosen : kBits == 0 ? (kWarpgroups ? 5 : 4) : 6;
   static constexpr int kABytes = kRowsTile * kTileK * 2;
   static constexpr int kCodeWords = kTileN * 2 * kBits;  // two 32-element halves per row
   static constexpr int kBBytes = kBits == 0 ? kTileN * kTileK * 2 : (kCodeWords + kTileN * 2 * 2) * 4;
