@@ -56,6 +56,26 @@ class SoftCapTanhUnrounded final : public CudaControl {
   }
 };
 
+class GegluGeluUnrounded final : public CudaControl {
+ public:
+  using CudaControl::CudaControl;
+  void geglu(const ops::RowsLaunch& launch) override {
+    check("geglu", cuda_geglu_gelu_unrounded(launch.a, launch.a_stride, launch.b, launch.b_stride,
+                                             static_cast<uint16_t*>(launch.out), launch.out_stride,
+                                             launch.rows, launch.width, stream()));
+  }
+};
+
+class ScaleTruncating final : public CudaControl {
+ public:
+  using CudaControl::CudaControl;
+  void scale(const ops::RowsLaunch& launch) override {
+    check("scale",
+          cuda_scale_truncating(launch.a, launch.a_stride, static_cast<uint16_t*>(launch.out),
+                                launch.out_stride, launch.rows, launch.width, launch.factor, stream()));
+  }
+};
+
 class RmsNormRoundNormalized final : public CudaControl {
  public:
   using CudaControl::CudaControl;
@@ -202,6 +222,12 @@ void register_cuda_controls(Registry& registry) {
   list.push_back(on_cuda<SoftCapTanhUnrounded>("soft_cap/tanh-unrounded-cuda", "soft_cap/logits-f32",
                                                Gate::shapes,
                                                "a device kernel that drops the bf16 rounding of tanh"));
+  list.push_back(on_cuda<GegluGeluUnrounded>(
+      "geglu/gelu-unrounded-cuda", "geglu/12b-mlp", Gate::shapes,
+      "a device kernel that drops the bf16 rounding of gelu(gate) before the product"));
+  list.push_back(on_cuda<ScaleTruncating>("scale/truncating-bf16-cuda", "scale/31b-layer-scalar",
+                                          Gate::shapes,
+                                          "a device kernel that cuts x * factor to bf16 toward zero"));
   list.push_back(
       on_cuda<RmsNormRoundNormalized>("rms_norm/round-normalized-cuda", "rms_norm/31b-hidden", Gate::shapes,
                                       "a device kernel that rounds x * inv to bf16 before the weight"));

@@ -41,6 +41,31 @@ __global__ void soft_cap_kernel(const uint16_t* x, int64_t x_stride, void* out, 
     static_cast<uint16_t*>(out)[r * out_stride + k] = bf16_bits(value);
 }
 
+// gelu(approximate="tanh") in fp32, the backend's constants (k_rows.cu).
+__device__ float gelu_tanh(float gate) {
+  constexpr float kBeta = static_cast<float>(1.41421356237309504880 * 1.12837916709551257390 * 0.5);
+  const float inner = kBeta * (gate + 0.044715f * (gate * gate * gate));
+  return 0.5f * gate * (1.0f + tanhf(inner));
+}
+
+__global__ void geglu_kernel(const uint16_t* gate, int64_t gate_stride, const uint16_t* up, int64_t up_stride,
+                             uint16_t* out, int64_t out_stride, int64_t rows, int64_t width) {
+  const int64_t item = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (item >= rows * width) return;
+  const int64_t r = item / width, k = item % width;
+  const float g = bf16_value(gate[r * gate_stride + k]), u = bf16_value(up[r * up_stride + k]);
+  out[r * out_stride + k] = bf16_bits(gelu_tanh(g) * u);
+}
+
+__global__ void scale_truncating_kernel(const uint16_t* x, int64_t x_stride, uint16_t* out,
+                                        int64_t out_stride, int64_t rows, int64_t width, float factor) {
+  const int64_t item = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (item >= rows * width) return;
+  const int64_t r = item / width, k = item % width;
+  const float product = bf16_value(x[r * x_stride + k]) * factor;
+  out[r * out_stride + k] = static_cast<uint16_t>(__float_as_uint(product) >> 16);
+}
+
 __global__ void rms_norm_kernel(const uint16_t* x, int64_t x_stride, const uint16_t* weight, uint16_t* out,
                                 int64_t out_stride, int64_t rows, int64_t heads, int64_t dim, float eps) {
   const int64_t item = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
@@ -150,6 +175,23 @@ cudaError_t cuda_soft_cap_tanh_unrounded(const uint16_t* x, int64_t x_stride, vo
   if (rows * width == 0) return cudaSuccess;
   soft_cap_kernel<<<blocks(rows * width), kThreads, 0, stream>>>(x, x_stride, out, out_f32, out_stride, rows,
                                                                  width, cap);
+  return cudaGetLastError();
+}
+
+cudaError_t cuda_geglu_gelu_unrounded(const uint16_t* gate, int64_t gate_stride, const uint16_t* up,
+                                      int64_t up_stride, uint16_t* out, int64_t out_stride, int64_t rows,
+                                      int64_t width, cudaStream_t stream) {
+  if (rows * width == 0) return cudaSuccess;
+  geglu_kernel<<<blocks(rows * width), kThreads, 0, stream>>>(gate, gate_stride, up, up_stride, out,
+                                                              out_stride, rows, width);
+  return cudaGetLastError();
+}
+
+cudaError_t cuda_scale_truncating(const uint16_t* x, int64_t x_stride, uint16_t* out, int64_t out_stride,
+                                  int64_t rows, int64_t width, float factor, cudaStream_t stream) {
+  if (rows * width == 0) return cudaSuccess;
+  scale_truncating_kernel<<<blocks(rows * width), kThreads, 0, stream>>>(x, x_stride, out, out_stride, rows,
+                                                                         width, factor);
   return cudaGetLastError();
 }
 

@@ -16,6 +16,15 @@ cudaError_t cuda_soft_cap_tanh_unrounded(const uint16_t* x, int64_t x_stride, vo
                                          int64_t out_stride, int64_t rows, int64_t width, float cap,
                                          cudaStream_t stream);
 
+// out = bf16(gelu_tanh(gate) * up): geglu without its rounding of the activation (HF rounds it to bf16).
+cudaError_t cuda_geglu_gelu_unrounded(const uint16_t* gate, int64_t gate_stride, const uint16_t* up,
+                                      int64_t up_stride, uint16_t* out, int64_t out_stride, int64_t rows,
+                                      int64_t width, cudaStream_t stream);
+
+// out = x * factor cut to bf16 by dropping the low 16 bits (toward zero) instead of rounding to nearest even.
+cudaError_t cuda_scale_truncating(const uint16_t* x, int64_t x_stride, uint16_t* out, int64_t out_stride,
+                                  int64_t rows, int64_t width, float factor, cudaStream_t stream);
+
 // out = bf16(bf16(x * rsqrt(mean(x^2) + eps)) * w) per vector of `dim` (MLX's extra rounding point).
 cudaError_t cuda_rms_norm_round_normalized(const uint16_t* x, int64_t x_stride, const uint16_t* weight,
                                            uint16_t* out, int64_t out_stride, int64_t rows, int64_t heads,
