@@ -3,6 +3,7 @@
 // soft_cap bf16(bf16(tanh(bf16(x / cap))) * cap).
 #include "cuda/bf16.cuh"
 #include "cuda/dependent_launch.cuh"
+#include "cuda/gelu.cuh"
 #include "cuda/launchers.hpp"
 
 namespace plumb::cuda {
@@ -19,15 +20,7 @@ struct Scale {
   __device__ float operator()(float x, float, float factor) const { return x * factor; }
 };
 struct Geglu {
-  __device__ float operator()(float gate, float up, float) const {
-    // PyTorch's gelu(approximate="tanh"): kBeta = sqrt(2) * (2 / sqrt(pi)) * 0.5 as an fp32 constant.
-    constexpr float kBeta = static_cast<float>(1.41421356237309504880 * 1.12837916709551257390 * 0.5);
-    constexpr float kKappa = 0.044715f;
-    const float cube = gate * gate * gate;
-    const float inner = kBeta * (gate + kKappa * cube);
-    const float gelu = 0.5f * gate * (1.0f + tanhf(inner));
-    return round_bf16(gelu) * up;
-  }
+  __device__ float operator()(float gate, float up, float) const { return round_bf16(gelu_tanh(gate)) * up; }
 };
 struct SoftCap {
   __device__ float operator()(float x, float, float cap) const {

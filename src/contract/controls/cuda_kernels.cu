@@ -3,6 +3,7 @@
 #include <cuda_fp16.h>
 
 #include "contract/controls/cuda_kernels.hpp"
+#include "cuda/gelu.cuh"
 #include "cuda/k_matmul_decode.cuh"
 
 namespace plumb::contract::controls {
@@ -41,20 +42,13 @@ __global__ void soft_cap_kernel(const uint16_t* x, int64_t x_stride, void* out, 
     static_cast<uint16_t*>(out)[r * out_stride + k] = bf16_bits(value);
 }
 
-// gelu(approximate="tanh") in fp32, the backend's constants (k_rows.cu).
-__device__ float gelu_tanh(float gate) {
-  constexpr float kBeta = static_cast<float>(1.41421356237309504880 * 1.12837916709551257390 * 0.5);
-  const float inner = kBeta * (gate + 0.044715f * (gate * gate * gate));
-  return 0.5f * gate * (1.0f + tanhf(inner));
-}
-
 __global__ void geglu_kernel(const uint16_t* gate, int64_t gate_stride, const uint16_t* up, int64_t up_stride,
                              uint16_t* out, int64_t out_stride, int64_t rows, int64_t width) {
   const int64_t item = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (item >= rows * width) return;
   const int64_t r = item / width, k = item % width;
   const float g = bf16_value(gate[r * gate_stride + k]), u = bf16_value(up[r * up_stride + k]);
-  out[r * out_stride + k] = bf16_bits(gelu_tanh(g) * u);
+  out[r * out_stride + k] = bf16_bits(cuda::gelu_tanh(g) * u);  // the backend's gelu, left unrounded
 }
 
 __global__ void scale_truncating_kernel(const uint16_t* x, int64_t x_stride, uint16_t* out,
