@@ -236,15 +236,6 @@ Plan plan_for(int64_t rows, int64_t n, int64_t k) {
 template <int kRowsTile, int kBits>
 constexpr int kPlainStages = kRowsTile == 32 && kBits == 0 ? 3 : 0;
 
-cudaError_t launch_tile_kernel(void (*kernel)(Params), int shared_bytes, dim3 grid, const Params& p,
-                               cudaStream_t stream) {
-  const cudaError_t code =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes);
-  if (code != cudaSuccess) return code;
-  launch_dependent(kernel, grid, kThreads, shared_bytes, stream, p);
-  return cudaGetLastError();
-}
-
 template <int kRowsTile, int kBits>
 cudaError_t run(const Params& p, const Plan& plan, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(plan.n_tiles), static_cast<unsigned>(plan.m_tiles),
@@ -252,8 +243,13 @@ cudaError_t run(const Params& p, const Plan& plan, cudaStream_t stream) {
   if constexpr (kRowsTile == 128 && kBits % 2 == 0 && kBits < 8)
     if (ring_tile_fits(p, kBits)) return launch_ring_tile<kBits>(p, grid.x, grid.y, grid.z, stream);
   constexpr int kStages = kPlainStages<kRowsTile, kBits>;
-  return launch_tile_kernel(matmul_kernel<kRowsTile, kBits, kStages>,
-                            Layout<kRowsTile, kBits, kStages>::kSharedBytes, grid, p, stream);
+  using L = Layout<kRowsTile, kBits, kStages>;
+  auto kernel = matmul_kernel<kRowsTile, kBits, kStages>;
+  const cudaError_t code =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kSharedBytes);
+  if (code != cudaSuccess) return code;
+  launch_dependent(kernel, grid, kThreads, L::kSharedBytes, stream, p);
+  return cudaGetLastError();
 }
 
 template <int kBits>
