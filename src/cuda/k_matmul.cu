@@ -42,8 +42,9 @@ constexpr int64_t kTargetBlocks = 256;  // also bounds the decode kernel's count
 constexpr int64_t kDecodeRows = 32;
 constexpr int64_t kMinTilesPerSplit = 4;
 
-// Runs k tiles [kt0, kt1) through one software pipeline of mma.sync tiles, folding each K split.
-template <class L, int kBits>
+// Runs k tiles [kt0, kt1) through one software pipeline of mma.sync tiles, folding each K split; with
+// kOneSplit the range is one split, whose fold would copy acc: acc is the total (total aliases it).
+template <class L, int kBits, bool kOneSplit = false>
 __device__ void run_tiles(const Params& p, char* shared, Accumulators<L>& acc, Accumulators<L>& total,
                           int64_t m0, int64_t n0, int64_t kt0, int64_t kt1, int warp_m, int warp_n) {
   uint4* dequantized = reinterpret_cast<uint4*>(shared + L::kStages * L::kStageBytes);
@@ -71,9 +72,11 @@ __device__ void run_tiles(const Params& p, char* shared, Accumulators<L>& acc, A
     }
     copy_commit();
     multiply<L>(reinterpret_cast<const uint4*>(stage), b_tile, acc, warp_m, warp_n);
-    if (split.ends(kt0 + t)) {
-      fold_split<L>(acc, total, split.first());
-      split.next();
+    if constexpr (!kOneSplit) {
+      if (split.ends(kt0 + t)) {
+        fold_split<L>(acc, total, split.first());
+        split.next();
+      }
     }
   }
   copy_wait<0>();
@@ -132,7 +135,7 @@ __device__ void run_tiles_warpgroups(const Params& p, char* shared, Accumulators
 #endif
 
 // One block: output tile `place` over the k tiles of cross-block split `split` (all of k without them).
-template <int kRowsTile, int kBits, int kStages = 0>
+template <int kRowsTile, int kBits, int kStages = 0, bool kOneSplit = false>
 __device__ __forceinline__ void matmul_block(const Params& p, TilePlace place, int64_t split) {
   using L = Layout<kRowsTile, kBits, kStages>;
   extern __shared__ __align__(128) char shared_bytes[];
@@ -143,9 +146,15 @@ __device__ __forceinline__ void matmul_block(const Params& p, TilePlace place, i
   const int64_t m0 = place.m_tile * kRowsTile;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int warp_m = warp / L::kWarpsN, warp_n = warp % L::kWarpsN;
-  Accumulators<L> acc, total;  // run_tiles starts acc at zero; wgmma's first step of a split overwrites it
   const int64_t kt0 = p.cross ? split * p.tiles_per_split : 0;
   const int64_t kt1 = p.cross ? min(kt0 + p.tiles_per_split, p.k_tiles) : p.k_tiles;
+  if constexpr (kOneSplit && !L::kWarpgroups) {  // the block's tiles are one split: no second set
+    Accumulators<L> acc;
+    run_tiles<L, kBits, true>(p, shared, acc, acc, m0, n0, kt0, kt1, warp_m, warp_n);
+    write_tile<L>(p, acc, m0, n0, split, warp_m, warp_n, lane);
+    return;
+  }
+  Accumulators<L> acc, total;  // run_tiles starts acc at zero; wgmma's first step of a split overwrites it
 #if PLUMB_WGMMA
   if constexpr (L::kWarpgroups) {
     run_tiles_warpgroups<L, kBits>(p, shared, acc, total, m0, n0, kt0, kt1);
@@ -169,17 +178,26 @@ __global__ void __launch_bounds__(kThreads) matmul_kernel(Params p) {
 struct GroupParams {
   static_assert(kMatmulGroupMembers == 3, "matmul_group_kernel has a body per member");
   Params member[kMatmulGroupMembers];
-  int64_t first_block[kMatmulGroupMembers + 1];
-  int64_t first_reduce[kMatmulGroupMembers + 1];
+  uint32_t first_block[kMatmulGroupMembers + 1];  // 32-bit: a grid's x counts fit, and 32-bit math is short
+  uint32_t first_reduce[kMatmulGroupMembers + 1];
   int members;
 };
 
+// The bf16 32-row tile's grouped kernel, as the plain one (kPlainStages): three pipeline stages and three
+// blocks an SM. tiled_group_fits sends it only members whose blocks each run one split (cross-block or
+// unsplit), so a block keeps one set of sums: 78 registers under the bound, where two sets took 116 and two
+// blocks an SM (+3.4% at 32-stream decode against that kernel).
+constexpr int kGroupStages = 3;
+
 template <int kRowsTile>
-__global__ void __launch_bounds__(kThreads) matmul_group_kernel(const __grid_constant__ GroupParams group) {
+__global__ void __launch_bounds__(kThreads, 3)
+    matmul_group_kernel(const __grid_constant__ GroupParams group) {
   run_group_member(group, [](const Params& p, int64_t local, int) {
-    const int64_t n_tiles = (p.n + kTileN - 1) / kTileN, m_tiles = (p.rows + kRowsTile - 1) / kRowsTile;
-    const int64_t per_split = n_tiles * m_tiles;
-    matmul_block<kRowsTile, 0>(p, place_tile(local % per_split, n_tiles, m_tiles), local / per_split);
+    const auto n_tiles = static_cast<uint32_t>((p.n + kTileN - 1) / kTileN);
+    const auto m_tiles = static_cast<uint32_t>((p.rows + kRowsTile - 1) / kRowsTile);
+    const uint32_t per_split = n_tiles * m_tiles, at = local;
+    matmul_block<kRowsTile, 0, kGroupStages, true>(p, place_tile(at % per_split, n_tiles, m_tiles),
+                                                   at / per_split);
   });
 }
 
@@ -202,7 +220,7 @@ __global__ void reduce_kernel(Params p) {
 
 __global__ void reduce_group_kernel(const __grid_constant__ GroupParams group) {
   wait_for_previous_kernel();
-  const int i = group_member(group.first_reduce, group.members, static_cast<int64_t>(blockIdx.x));
+  const int i = group_member(group.first_reduce, group.members, static_cast<uint32_t>(blockIdx.x));
   const int64_t local = blockIdx.x - group.first_reduce[i];
   reduce_column(group.member[i], local * kThreads + threadIdx.x, blockIdx.y);
 }
@@ -231,8 +249,8 @@ Plan plan_for(int64_t rows, int64_t n, int64_t k) {
 
 // The bf16 32-row tile's plain kernel takes three pipeline stages: 60 KiB of shared memory, so three blocks
 // an SM where four stages fit two. The 3840 x 15360 down projection's 270 blocks at 32 rows then run in one
-// wave instead of 264 and a tail of 6 (+2.5% at 32-stream decode). The grouped kernel keeps four (its
-// registers hold it to two blocks an SM).
+// wave instead of 264 and a tail of 6 (+2.5% at 32-stream decode). The grouped kernel does the same
+// (kGroupStages).
 template <int kRowsTile, int kBits>
 constexpr int kPlainStages = kRowsTile == 32 && kBits == 0 ? 3 : 0;
 
@@ -374,10 +392,14 @@ cudaError_t launch_decode_group(std::span<const MatmulArgs> members, std::span<v
 constexpr int kGroupRowsTile = 32;
 
 bool tiled_group_fits(std::span<const MatmulArgs> members) {
-  for (const MatmulArgs& member : members)
+  for (const MatmulArgs& member : members) {
     if (member.weight.affine || member.weight.dense_kind != DenseKind::bf16 || member.rows > kGroupRowsTile ||
         member.rows <= kGroupRowsTile / 2)
       return false;
+    // One split a block (matmul_group_kernel keeps one set of sums); at one row tile every plan is.
+    const Plan plan = plan_for(member.rows, member.weight.out, member.weight.in);
+    if (!plan.cross && plan.splits > 1) return false;
+  }
   return true;
 }
 
@@ -391,11 +413,12 @@ cudaError_t launch_tiled_group(std::span<const MatmulArgs> members, std::span<vo
     const Plan plan = plan_for(member.rows, member.weight.out, member.weight.in);
     Params& p = group.member[i] = params_for(member, areas[i]);
     apply_plan(p, plan);
-    group.first_block[i + 1] =
-        group.first_block[i] + plan.n_tiles * plan.m_tiles * (plan.cross ? plan.splits : 1);
-    group.first_reduce[i + 1] = group.first_reduce[i] + (plan.cross ? blocks_for(p.n, kThreads) : 0);
+    group.first_block[i + 1] = group.first_block[i] + static_cast<uint32_t>(plan.n_tiles * plan.m_tiles *
+                                                                            (plan.cross ? plan.splits : 1));
+    group.first_reduce[i + 1] =
+        group.first_reduce[i] + static_cast<uint32_t>(plan.cross ? blocks_for(p.n, kThreads) : 0);
   }
-  using L = Layout<kRowsTile, 0>;
+  using L = Layout<kRowsTile, 0, kGroupStages>;
   auto kernel = matmul_group_kernel<kRowsTile>;
   cudaError_t code =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kSharedBytes);

@@ -27,16 +27,19 @@ struct TilePlace {
 
 // Tiles run in groups of kGroupTiles row tiles that sweep every column tile together, so the tiles running at
 // once share their weight tiles and x rows in L2; `index` counts tiles in that order.
-__device__ __forceinline__ TilePlace place_tile(int64_t index, int64_t n_tiles, int64_t m_tiles) {
-  const int64_t group = index / (kGroupTiles * n_tiles), first = group * kGroupTiles;
-  const int64_t height = min(kGroupTiles, m_tiles - first);
-  const int64_t within = index - first * n_tiles;
-  return {first + within % height, within / height};
+// Index is int64_t or, where the counts fit (a grouped launch's blocks), uint32_t: a 32-bit division is a
+// short sequence where a 64-bit one is a call that needs more registers than a block's loop.
+template <class Index>
+__device__ __forceinline__ TilePlace place_tile(Index index, Index n_tiles, Index m_tiles) {
+  const Index group = index / (Index{kGroupTiles} * n_tiles), first = group * Index{kGroupTiles};
+  const Index height = min(Index{kGroupTiles}, m_tiles - first);
+  const Index within = index - first * n_tiles;
+  return {static_cast<int64_t>(first + within % height), static_cast<int64_t>(within / height)};
 }
 
 // A block's tile: the grid's x is the column tile, its y the row tile.
 __device__ __forceinline__ TilePlace place_block() {
-  return place_tile(static_cast<int64_t>(blockIdx.y) * gridDim.x + blockIdx.x, gridDim.x, gridDim.y);
+  return place_tile<int64_t>(static_cast<int64_t>(blockIdx.y) * gridDim.x + blockIdx.x, gridDim.x, gridDim.y);
 }
 
 // The member of a grouped launch (matmuls of one x) whose block range [first[i], first[i + 1]) holds `index`.

@@ -74,7 +74,7 @@ struct RingItem {
 
 __device__ RingItem ring_item(const Params& p, const RingWork& work, int item) {
   const int tiles = work.n_tiles * work.m_tiles, split = item / tiles;
-  const TilePlace place = place_tile(item % tiles, work.n_tiles, work.m_tiles);
+  const TilePlace place = place_tile<int64_t>(item % tiles, work.n_tiles, work.m_tiles);
   const int tiles_per_split = static_cast<int>(p.tiles_per_split), k_tiles = static_cast<int>(p.k_tiles);
   const int kt0 = p.cross ? split * tiles_per_split : 0;
   const int kt1 = p.cross ? min(kt0 + tiles_per_split, k_tiles) : k_tiles;
