@@ -16,14 +16,8 @@ cd "$(dirname "$0")/../.." || exit 1
 out=${OUT:-$PWD/out/profile}
 streams=${STREAMS:-32}
 mkdir -p "$out"
-step() {
-  local name=$1 limit=$2 start=$SECONDS rc
-  shift 2
-  timeout "$limit" "$@" >"$out/$name.log" 2>&1
-  rc=$?
-  echo "$name rc=$rc $((SECONDS - start))s" | tee -a "$out/steps.txt"
-  return $rc
-}
+# shellcheck source=tools/device/step.sh
+source tools/device/step.sh
 if [ -z "${PLUMB:-}" ]; then
   prefix=$(tools/device/unpack-debs.sh "$PWD/.prefix" | tail -1)
   step configure 120 cmake -S . -B build-profile -G Ninja -DPLUMB_CUDA=ON -DPLUMB_TESTS=OFF "$prefix" || exit 1

@@ -13,22 +13,14 @@
 # PACK=file.tgz packs the logs into one file after every step, for a machine that returns few files.)
 # Needs .debs/ from tools/device/fetch-debs.sh (run where apt works). Writes OUT/steps.txt and one log a step.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 out=${OUT:-$PWD/out/validate}
 steps=${STEPS:-build ctest contract exactness tiled ungrouped ring opsbench bench4 bench4t bench4e serve bench16 bench16t bench16e hf}
 models=${MODELS:-/tmp/plumb-models}
 mkdir -p "$out" "$models"
 
-# step NAME LIMIT_SECONDS COMMAND...: runs COMMAND with its output in OUT/NAME.log and records rc and seconds.
-step() {
-  local name=$1 limit=$2 start=$SECONDS rc
-  shift 2
-  timeout "$limit" "$@" >"$out/$name.log" 2>&1
-  rc=$?
-  echo "$name rc=$rc $((SECONDS - start))s" | tee -a "$out/steps.txt"
-  [ -n "${PACK:-}" ] && tar czf "$PACK" -C "$out" .
-  return $rc
-}
+# shellcheck source=tools/device/step.sh
+source tools/device/step.sh
 wanted() { [[ " $steps " == *" $1 "* ]]; }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv >"$out/gpu.txt" 2>&1
