@@ -37,9 +37,11 @@ bench_at() { run=("$plumb" bench "$model" --backend cuda --streams "$1" --decode
 bench_at "$streams"
 PLUMB_CUDA_GRAPHS=0 step timeline 300 "$ncu" --metrics gpu__time_duration.sum --csv --cache-control none \
   --clock-control none --launch-count "${LAUNCHES:-7500}" "${run[@]}"
-for s in -1 -2 -3 -4; do
-  python3 tools/bench/nsight_step.py "$out/timeline.log" --step=$s --top 25 >"$out/step_$s.txt" 2>&1
-done
+if grep -q '^"' "$out/timeline.log"; then  # ncu's CSV rows are quoted
+  for s in -1 -2 -3 -4; do
+    python3 tools/bench/nsight_step.py "$out/timeline.log" --step=$s --top 25 >"$out/step_$s.txt" 2>&1
+  done
+fi
 gzip -f "$out/timeline.log"
 
 stalls=(--metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' --section SpeedOfLight
