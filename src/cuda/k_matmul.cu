@@ -183,11 +183,13 @@ struct GroupParams {
   int members;
 };
 
-// The bf16 32-row tile's grouped kernel, as the plain one (kPlainStages): three pipeline stages and three
-// blocks an SM. tiled_group_fits sends it only members whose blocks each run one split (cross-block or
-// unsplit), so a block keeps one set of sums: 78 registers under the bound, where two sets took 116 and two
-// blocks an SM (+3.4% at 32-stream decode against that kernel).
-constexpr int kGroupStages = 3;
+// The bf16 32-row tile takes three pipeline stages: 60 KiB of shared memory, so three blocks an SM where four
+// stages fit two. The 3840 x 15360 down projection's 270 blocks at 32 rows then run in one wave instead of
+// 264 and a tail of 6 (+2.5% at 32-stream decode). The grouped kernel takes them too: tiled_group_fits sends
+// it only members whose blocks each run one split (cross-block or unsplit), so a block keeps one set of sums,
+// 78 registers under the bound where two sets took 119 and two blocks an SM (+2% at 32-stream decode).
+template <int kRowsTile, int kBits>
+constexpr int kTileStages = kRowsTile == 32 && kBits == 0 ? 3 : 0;
 
 template <int kRowsTile>
 __global__ void __launch_bounds__(kThreads, 3)
@@ -196,8 +198,8 @@ __global__ void __launch_bounds__(kThreads, 3)
     const auto n_tiles = static_cast<uint32_t>((p.n + kTileN - 1) / kTileN);
     const auto m_tiles = static_cast<uint32_t>((p.rows + kRowsTile - 1) / kRowsTile);
     const uint32_t per_split = n_tiles * m_tiles, at = local;
-    matmul_block<kRowsTile, 0, kGroupStages, true>(p, place_tile(at % per_split, n_tiles, m_tiles),
-                                                   at / per_split);
+    matmul_block<kRowsTile, 0, kTileStages<kRowsTile, 0>, true>(
+        p, place_tile(at % per_split, n_tiles, m_tiles), at / per_split);
   });
 }
 
@@ -247,20 +249,13 @@ Plan plan_for(int64_t rows, int64_t n, int64_t k) {
   return plan;
 }
 
-// The bf16 32-row tile's plain kernel takes three pipeline stages: 60 KiB of shared memory, so three blocks
-// an SM where four stages fit two. The 3840 x 15360 down projection's 270 blocks at 32 rows then run in one
-// wave instead of 264 and a tail of 6 (+2.5% at 32-stream decode). The grouped kernel does the same
-// (kGroupStages).
-template <int kRowsTile, int kBits>
-constexpr int kPlainStages = kRowsTile == 32 && kBits == 0 ? 3 : 0;
-
 template <int kRowsTile, int kBits>
 cudaError_t run(const Params& p, const Plan& plan, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(plan.n_tiles), static_cast<unsigned>(plan.m_tiles),
                   plan.cross ? plan.splits : 1);
   if constexpr (kRowsTile == 128 && kBits % 2 == 0 && kBits < 8)
     if (ring_tile_fits(p, kBits)) return launch_ring_tile<kBits>(p, grid.x, grid.y, grid.z, stream);
-  constexpr int kStages = kPlainStages<kRowsTile, kBits>;
+  constexpr int kStages = kTileStages<kRowsTile, kBits>;
   using L = Layout<kRowsTile, kBits, kStages>;
   auto kernel = matmul_kernel<kRowsTile, kBits, kStages>;
   const cudaError_t code =
@@ -418,7 +413,7 @@ cudaError_t launch_tiled_group(std::span<const MatmulArgs> members, std::span<vo
     group.first_reduce[i + 1] =
         group.first_reduce[i] + static_cast<uint32_t>(plan.cross ? blocks_for(p.n, kThreads) : 0);
   }
-  using L = Layout<kRowsTile, 0, kGroupStages>;
+  using L = Layout<kRowsTile, 0, kTileStages<kRowsTile, 0>>;
   auto kernel = matmul_group_kernel<kRowsTile>;
   cudaError_t code =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kSharedBytes);
