@@ -198,6 +198,31 @@ __device__ __forceinline__ void store(const DecodeParams& p, int64_t row, int64_
   }
 }
 
+// total[b] = load(0, b); total[b] += load(s, b) for s = 1.. in split order (a single block's additions), for
+// kWays sums at once. The loads of kSplitBatch splits are issued together (past the last split they read it
+// again, unadded: no branch between them), so a sum waits on memory once a batch of splits, not once a split.
+template <int kWays, class Load>
+__device__ __forceinline__ void add_splits(int splits, const Load& load, float (&total)[kWays]) {
+  constexpr int kSplitBatch = 4;
+  for (int s0 = 0; s0 < splits; s0 += kSplitBatch) {
+    float value[kSplitBatch][kWays];
+#pragma unroll
+    for (int j = 0; j < kSplitBatch; ++j)
+#pragma unroll
+      for (int b = 0; b < kWays; ++b) value[j][b] = load(min(s0 + j, splits - 1), b);
+#pragma unroll
+    for (int j = 0; j < kSplitBatch; ++j)
+#pragma unroll
+      for (int b = 0; b < kWays; ++b) {
+        if (s0 + j == 0) {
+          total[b] = value[j][b];
+        } else if (s0 + j < splits) {
+          total[b] = total[b] + value[j][b];
+        }
+      }
+  }
+}
+
 // The last block of a column strip to arrive adds the splits' partials in split order: t = p0; t += p1...
 __device__ __forceinline__ void reduce_if_last(const DecodeParams& p, int64_t strip) {
   __shared__ bool last;
@@ -207,12 +232,29 @@ __device__ __forceinline__ void reduce_if_last(const DecodeParams& p, int64_t st
   __syncthreads();
   if (!last) return;
   __threadfence();
-  for (int64_t i = threadIdx.x; i < p.rows * kDecodeBlockCols; i += kDecodeThreads) {
-    const int64_t row = i / kDecodeBlockCols, col = strip * kDecodeBlockCols + i % kDecodeBlockCols;
-    if (col >= p.n) continue;
-    float total = __ldcg(p.partial + row * p.n + col);
-    for (int s = 1; s < p.splits; ++s) total = total + __ldcg(p.partial + (s * p.rows + row) * p.n + col);
-    store(p, row, col, total);
+  // kRounds rounds of the block's threads at once, so that their loads are in flight together (add_splits).
+  constexpr int kRounds = 2;
+  const int sums = static_cast<int>(p.rows) * kDecodeBlockCols;
+  const int64_t split_stride = p.rows * p.n;
+  for (int first = threadIdx.x; first < sums; first += kRounds * kDecodeThreads) {
+    int row[kRounds];  // a sum past the strip's rows or columns reads a real one and is not stored
+    int64_t col[kRounds];
+    bool kept[kRounds];
+#pragma unroll
+    for (int b = 0; b < kRounds; ++b) {
+      const int i = first + b * kDecodeThreads;
+      row[b] = min(i, sums - 1) / kDecodeBlockCols;
+      col[b] = strip * kDecodeBlockCols + i % kDecodeBlockCols;
+      kept[b] = i < sums && col[b] < p.n;
+      col[b] = min(col[b], p.n - 1);
+    }
+    float total[kRounds];
+    add_splits(
+        p.splits, [&](int s, int b) { return __ldcg(p.partial + s * split_stride + row[b] * p.n + col[b]); },
+        total);
+#pragma unroll
+    for (int b = 0; b < kRounds; ++b)
+      if (kept[b]) store(p, row[b], col[b], total[b]);
   }
   if (threadIdx.x == 0) p.counters[strip] = 0u;
 }
