@@ -224,6 +224,7 @@ __device__ __forceinline__ void add_splits(int splits, const Load& load, float (
 }
 
 // The last block of a column strip to arrive adds the splits' partials in split order: t = p0; t += p1...
+template <int kRounds>
 __device__ __forceinline__ void reduce_if_last(const DecodeParams& p, int64_t strip) {
   __shared__ bool last;
   __threadfence();
@@ -233,7 +234,6 @@ __device__ __forceinline__ void reduce_if_last(const DecodeParams& p, int64_t st
   if (!last) return;
   __threadfence();
   // kRounds rounds of the block's threads at once, so that their loads are in flight together (add_splits).
-  constexpr int kRounds = 2;
   const int sums = static_cast<int>(p.rows) * kDecodeBlockCols;
   const int64_t split_stride = p.rows * p.n;
   for (int first = threadIdx.x; first < sums; first += kRounds * kDecodeThreads) {
@@ -276,7 +276,7 @@ __device__ __forceinline__ void finish_sums(const DecodeParams& p, int64_t strip
       store(p, row, col, acc[mt][j][e]);
     }
   });
-  if (to_partial) reduce_if_last(p, strip);
+  if (to_partial) reduce_if_last<kMTiles>(p, strip);
 }
 
 }  // namespace plumb::cuda::matmul
