@@ -8,7 +8,8 @@
 #             instruction) and the speed-of-light, scheduler and source sections of COUNT launches whose mangled
 #             name matches REGEX, after SKIP of them, in a bench at STREAMS streams.
 # Mangled names, because the demangled ones print template arguments as (int)32. A 12B step has 4 matmul
-# launches a layer and the head, so SKIP 195 of the decode kernel lands on the second step's first gate and up.
+# launches a layer and the head, so SKIP 195 of the decode kernel lands on the second step's first gate and up
+# at 32 streams; at 1 stream 195 landed on the sliding o projection, the launch before it, so take 196 there.
 # (NCU=path when ncu is not on PATH; PLUMB=path uses a plumb built elsewhere; MODEL=dir reuses a checkpoint.)
 #   OUT=dir BITS=4 KERNELS="gateup32:lanes_kernelILi2ELi1E:195:2:32" tools/device/profile-step.sh
 set -uo pipefail
