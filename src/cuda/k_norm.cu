@@ -6,7 +6,7 @@
 
 #include "cuda/bf16.cuh"
 #include "cuda/dependent_launch.cuh"
-#include "cuda/kv_segments.cuh"
+#include "cuda/head_norms_params.cuh"
 #include "cuda/launchers.hpp"
 #include "cuda/norm_order.cuh"
 
@@ -21,7 +21,6 @@ namespace {
 constexpr int kLanes = kNormLanes;
 constexpr int kThreads = 256;
 constexpr int kVectorsPerBlock = kThreads / kLanes;
-constexpr int kMaxRopePairs = 512;
 constexpr int64_t kWideDim = 1024;    // vectors at least this long get a block each (rms_norm_wide_kernel)
 constexpr int kWideThreads = 512;     // 3840 / 8 = 480 packed loads: one per thread
 constexpr int kMaxFusedColumns = 24;  // residual_norm's columns a thread: 12288-wide rows, 48 KiB staged
@@ -181,23 +180,6 @@ __global__ void __launch_bounds__(kWideThreads) residual_norm_kernel(ResidualNor
   }
 }
 
-// One pair's rotation: out[i] = bf16(bf16(first * c) + bf16(-second * s)), out[i + half] = bf16(bf16(second
-// * c) + bf16(first * s)) with c, s = bf16(cos/sin(theta)), and the same bits into `copy` where it is not
-// null.
-__device__ __forceinline__ void rotate_pair(float first, float second, float theta, int64_t i, int64_t half,
-                                            uint16_t* out, uint16_t* copy) {
-  const float cosine = round_bf16(cosf(theta));
-  const float sine = round_bf16(sinf(theta));
-  const uint16_t low = bf16_bits(round_bf16(first * cosine) + round_bf16(-second * sine));
-  const uint16_t high = bf16_bits(round_bf16(second * cosine) + round_bf16(first * sine));
-  out[i] = low;
-  out[i + half] = high;
-  if (copy != nullptr) {
-    copy[i] = low;
-    copy[i + half] = high;
-  }
-}
-
 // The half-warp's rotation of its normed vector x: out[i] and out[i + dim/2] from x's pair i (each lane
 // reads only the elements it writes, so out may be x), and the same bits into `copy` where it is not null.
 // A lane reads kLoadBatch pairs (and their weights) before it writes them, so its loads are in flight
@@ -237,32 +219,10 @@ __global__ void norm_rope_kernel(RopeParams params) {
          norm.out + r * norm.out_stride + h * norm.dim);
 }
 
-// Streams whose caches head_norms writes in its own launch; more take a kv_write launch after it.
-constexpr int kHeadNormsSegments = 48;
-
-struct HeadNormsParams {
-  RmsNormArgs v, q, k;
-  const int32_t* positions;
-  int64_t cache_row;  // kv_heads * head_dim: the elements of a cache slot
-  int segment_count;  // caches in `segments`; 0: none
-  KvSegmentEntry segments[kHeadNormsSegments];
-  float inv_freq[kMaxRopePairs];
-};
-static_assert(sizeof(HeadNormsParams) <= 4096, "head_norms' kernel parameters exceed 4 KiB");
-
-// Where kv vector (r, h)'s key and value go in row r's cache (kv_write's slot), or nulls without caches.
-__device__ __forceinline__ void cache_at(const HeadNormsParams& params, int64_t r, int64_t h, int64_t dim,
-                                         uint16_t*& keys, uint16_t*& values) {
-  if (params.segment_count == 0) return;
-  const KvSegmentEntry& segment = segment_of_row(params.segments, params.segment_count, r);
-  const int64_t at = params.positions[r] % segment.capacity * params.cache_row + h * dim;
-  keys = segment.cache_keys + at;
-  values = segment.cache_values + at;
-}
-
-// head_norms, a half-warp a vector: the q vectors, then the kv vectors, each of which writes its value
-// vector (rms_norm_kernel's steps) before its key's rotation (norm_rope_kernel's), so a value read from the
-// raw keys is read before they change; with caches, a kv vector also writes its bits to its cache slot.
+// head_norms for any head_dim, a half-warp a vector: the q vectors, then the kv vectors, each of which writes
+// its value vector (rms_norm_kernel's steps) before its key's rotation (norm_rope_kernel's), so a value read
+// from the raw keys is read before they change; with caches, a kv vector also writes its bits to its cache
+// slot.
 __global__ void head_norms_kernel(HeadNormsParams params) {
   wait_for_previous_kernel();
   const int64_t dim = params.q.dim, q_vectors = params.q.rows * params.q.heads;
@@ -354,8 +314,13 @@ cudaError_t launch_head_norms(const HeadNormsArgs& launch, const KvWriteArgs* ca
           params.segments[params.segment_count++] = {g.first_row, g.cache_keys, g.cache_values, g.capacity};
     }
   }
-  launch_dependent(head_norms_kernel, blocks_for(vectors, kVectorsPerBlock), kThreads, 0, stream, params);
-  if (const cudaError_t code = cudaGetLastError(); code != cudaSuccess) return code;
+  if (head_norms_lanes_fit(q.dim, q.rows)) {
+    if (const cudaError_t code = launch_head_norms_lanes(params, vectors, stream); code != cudaSuccess)
+      return code;
+  } else {
+    launch_dependent(head_norms_kernel, blocks_for(vectors, kVectorsPerBlock), kThreads, 0, stream, params);
+    if (const cudaError_t code = cudaGetLastError(); code != cudaSuccess) return code;
+  }
   // More streams than the table holds: their caches take kv_write's own launch.
   if (cache != nullptr && params.segment_count == 0) return launch_kv_write(*cache, stream);
   return cudaSuccess;

@@ -126,8 +126,9 @@ std::vector<uint8_t> run_head_norms(ops::Backend& backend, int64_t rows, int64_t
   return bytes;
 }
 
-// One kernel for q, k and v against the CPU's three ops, with the values from their own rows and from the raw
-// keys (rotated in place by the same launch).
+// One launch for q, k and v against the CPU's three ops, with the values from their own rows and from the raw
+// keys (rotated in place by the same launch): the register kernel's head_dims (pairs across lanes at 8 and
+// 16, within a lane from 32; odd vector counts leave a half-warp idle) and the generic kernel's (512, 40).
 TEST(CudaNorm, HeadNormsEqualTheCpuOpsBitForBit) {
   PLUMB_GPU_OR_SKIP();
   struct Case {
@@ -137,7 +138,10 @@ TEST(CudaNorm, HeadNormsEqualTheCpuOpsBitForBit) {
   };
   for (const Case& c :
        {Case{1, 16, 8, {10000.0, 256, 1.0, 1.0}, false}, Case{32, 16, 1, {1000000.0, 512, 0.25, 1.0}, true},
-        Case{5, 32, 16, {10000.0, 256, 1.0, 1.0}, false}, Case{3, 4, 2, {10000.0, 40, 1.0, 2.0}, true}}) {
+        Case{5, 32, 16, {10000.0, 256, 1.0, 1.0}, false}, Case{3, 4, 2, {10000.0, 40, 1.0, 2.0}, true},
+        Case{3, 3, 2, {10000.0, 16, 1.0, 1.0}, true}, Case{7, 5, 2, {10000.0, 8, 1.0, 1.0}, false},
+        Case{4, 3, 1, {10000.0, 32, 1.0, 1.0}, false}, Case{9, 7, 3, {1000000.0, 64, 0.25, 1.0}, true},
+        Case{2, 5, 4, {10000.0, 128, 1.0, 8.0}, false}}) {
     const uint64_t seed = static_cast<uint64_t>(c.rows * 13 + c.rope.head_dim);
     testing::expect_same_bits(
         fmt::format("head_norms {}x({}+{})x{}", c.rows, c.heads, c.kv_heads, c.rope.head_dim),
