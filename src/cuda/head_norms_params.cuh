@@ -32,9 +32,9 @@ __device__ __forceinline__ void cache_at(const HeadNormsParams& params, int64_t 
   values = segment.cache_values + at;
 }
 
-// k_head_norms.cu: whether a head_dim takes the register kernel (even dims up to 16, and 32, 64, 128, 256;
-// none with PLUMB_CUDA_HEAD_NORMS_LANES=0, for A/B in one build), and its launch over `vectors` q and kv
-// vectors.
+// k_head_norms.cu: whether a call takes the register kernel (head_dim even up to 16, or 32, 64, 128 or 256,
+// and up to 63 rows; none with PLUMB_CUDA_HEAD_NORMS_LANES=0, for A/B in one build), and its launch over
+// `vectors` q and kv vectors.
 bool head_norms_lanes_fit(int64_t dim, int64_t rows);
 cudaError_t launch_head_norms_lanes(const HeadNormsParams& params, int64_t vectors, cudaStream_t stream);
 
