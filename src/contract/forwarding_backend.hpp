@@ -35,6 +35,7 @@ class ForwardingBackend : public ops::Backend {
   void attention(const ops::AttentionLaunch& launch) override { real_.attention(launch); }
   void matmul(const ops::MatmulLaunch& launch) override { real_.matmul(launch); }
   void matmul_group(const ops::MatmulGroupLaunch& launch) override { real_.matmul_group(launch); }
+  void matmul_geglu(const ops::MatmulGegluLaunch& launch) override { real_.matmul_geglu(launch); }
   void geglu(const ops::RowsLaunch& launch) override { real_.geglu(launch); }
   void add(const ops::RowsLaunch& launch) override { real_.add(launch); }
   void scale(const ops::RowsLaunch& launch) override { real_.scale(launch); }

@@ -354,15 +354,21 @@ void CudaBackend::sample(const ops::SampleLaunch& launch) {
 }
 
 template <typename Label>
-void CudaBackend::run_matmuls(std::string_view op, std::span<const MatmulArgs> args, const Label& label) {
+void CudaBackend::run_matmuls(std::string_view op, std::span<const MatmulArgs> args, const Label& label,
+                              const RowsArgs* geglu) {
   if (failed()) return;
   const size_t bytes = matmul_group_scratch_bytes(args);
   void* area = bytes > 0 ? scratch(op, bytes) : nullptr;
   if (bytes > 0 && area == nullptr) return;
   unsigned* counters = matmul_counters();
   if (counters == nullptr) return;
+  const bool decode = options_.decode_matmul;
   run(
-      op, [&] { return launch_matmul_group(args, area, counters, options_.decode_matmul, stream_.get()); },
+      op,
+      [&] {
+        return geglu != nullptr ? launch_matmul_geglu(args, *geglu, area, counters, decode, stream_.get())
+                                : launch_matmul_group(args, area, counters, decode, stream_.get());
+      },
       label);
 }
 
@@ -381,6 +387,18 @@ void CudaBackend::matmul_group(const ops::MatmulGroupLaunch& launch) {
     for (const ops::MatmulLaunch& member : launch.members) label += " " + weight_label(member.weight);
     return label;
   });
+}
+
+void CudaBackend::matmul_geglu(const ops::MatmulGegluLaunch& launch) {
+  const MatmulArgs args[] = {matmul_args(launch.gate), matmul_args(launch.up)};
+  const RowsArgs geglu = rows_args(launch.geglu);
+  run_matmuls(
+      "matmul_geglu", args,
+      [&] {
+        return fmt::format("matmul_geglu rows {}: {} {}", launch.gate.rows, weight_label(launch.gate.weight),
+                           weight_label(launch.up.weight));
+      },
+      &geglu);
 }
 
 void CudaBackend::attention(const ops::AttentionLaunch& launch) {

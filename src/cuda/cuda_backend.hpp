@@ -17,6 +17,7 @@
 namespace plumb::cuda {
 
 struct MatmulArgs;  // kernel_args.hpp
+struct RowsArgs;
 
 struct CudaOptions {
   // Up to 32 rows of 2/4/8-bit affine weights through the decode matmul (k_matmul_decode.cu), which makes the
@@ -75,6 +76,7 @@ class CudaBackend final : public ops::Backend {
   void attention(const ops::AttentionLaunch& launch) override;
   void matmul(const ops::MatmulLaunch& launch) override;
   void matmul_group(const ops::MatmulGroupLaunch& launch) override;
+  void matmul_geglu(const ops::MatmulGegluLaunch& launch) override;
   void geglu(const ops::RowsLaunch& launch) override;
   void add(const ops::RowsLaunch& launch) override;
   void scale(const ops::RowsLaunch& launch) override;
@@ -105,9 +107,11 @@ class CudaBackend final : public ops::Backend {
   void* scratch(std::string_view op, size_t bytes, size_t least = 0);
   // The matmul's split counters (launchers.hpp), allocated and zeroed on first use.
   unsigned* matmul_counters();
-  // Matmuls of one x (one for a plain matmul) with their scratch and split counters, as `op`.
+  // Matmuls of one x (one for a plain matmul) with their scratch and split counters, as `op`; with `geglu`,
+  // matmul_geglu's gate and up.
   template <typename Label>
-  void run_matmuls(std::string_view op, std::span<const MatmulArgs> args, const Label& label);
+  void run_matmuls(std::string_view op, std::span<const MatmulArgs> args, const Label& label,
+                   const RowsArgs* geglu = nullptr);
 
   DeviceInfo info_;
   CudaOptions options_;

@@ -11,6 +11,7 @@
 #include <span>
 
 #include "cuda/dependent_launch.cuh"
+#include "cuda/gelu.cuh"
 #include "cuda/k_matmul_blocks.cuh"
 #include "cuda/launchers.hpp"
 #include "cuda/wgmma.cuh"
@@ -23,7 +24,8 @@ bool matmul_decode_supports(const WeightArgs& weight);
 namespace matmul {
 
 // k_matmul_decode.cu: up to 32 rows of affine weights, one to kMatmulGroupMembers matmuls of one x a launch.
-cudaError_t launch_matmul_decode(std::span<const DecodeMember> members, cudaStream_t stream);
+cudaError_t launch_matmul_decode(std::span<const DecodeMember> members, const RowsArgs* geglu,
+                                 cudaStream_t stream);
 
 // k_matmul_dequant.cu: tall calls of affine weights dequantized once into scratch for the bf16 ring.
 bool dequantize_fits(const WeightArgs& weight, int64_t rows);
@@ -204,10 +206,15 @@ __global__ void __launch_bounds__(kThreads, 3)
 }
 
 // t = partial[0]; t += partial[s] for s = 1.. in order; the same additions a single block makes.
-__device__ __forceinline__ void reduce_column(const Params& p, int64_t col, int64_t row) {
-  if (col >= p.n) return;
+__device__ __forceinline__ float split_total(const Params& p, int64_t col, int64_t row) {
   float total = p.partial[row * p.n + col];
   for (int s = 1; s < p.splits; ++s) total = total + p.partial[(s * p.rows + row) * p.n + col];
+  return total;
+}
+
+__device__ __forceinline__ void reduce_column(const Params& p, int64_t col, int64_t row) {
+  if (col >= p.n) return;
+  const float total = split_total(p, col, row);
   if (p.out_f32) {
     static_cast<float*>(p.out)[row * p.out_stride + col] = total;
   } else {
@@ -225,6 +232,26 @@ __global__ void reduce_group_kernel(const __grid_constant__ GroupParams group) {
   const int i = group_member(group.first_reduce, group.members, static_cast<uint32_t>(blockIdx.x));
   const int64_t local = blockIdx.x - group.first_reduce[i];
   reduce_column(group.member[i], local * kThreads + threadIdx.x, blockIdx.y);
+}
+
+// matmul_geglu's gate and up (bf16 outputs, one shape, both split across blocks) and geglu's output.
+struct GegluPair {
+  Params gate, up;
+  uint16_t* out;
+  int64_t out_stride;
+};
+
+// Both members' splits added as reduce_column adds them, each stored as bf16, then out = geglu of the two as
+// stored (k_rows.cu's value); out may be gate or up.
+__global__ void reduce_geglu_kernel(const __grid_constant__ GegluPair pair) {
+  wait_for_previous_kernel();
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x, row = blockIdx.y;
+  if (col >= pair.gate.n) return;
+  const float gate = round_bf16(split_total(pair.gate, col, row)),
+              up = round_bf16(split_total(pair.up, col, row));
+  static_cast<uint16_t*>(pair.gate.out)[row * pair.gate.out_stride + col] = bf16_bits(gate);
+  static_cast<uint16_t*>(pair.up.out)[row * pair.up.out_stride + col] = bf16_bits(up);
+  pair.out[row * pair.out_stride + col] = bf16_bits(geglu_value(gate, up));
 }
 
 struct Plan {
@@ -371,14 +398,14 @@ bool decode_group_fits(std::span<const MatmulArgs> members, bool decode) {
 }
 
 cudaError_t launch_decode_group(std::span<const MatmulArgs> members, std::span<void* const> areas,
-                                unsigned* counters, cudaStream_t stream) {
+                                unsigned* counters, cudaStream_t stream, const RowsArgs* geglu = nullptr) {
   DecodeMember list[kMatmulGroupMembers];
   for (size_t i = 0; i < members.size(); ++i) {
     const Plan plan = plan_for(members[i].rows, members[i].weight.out, members[i].weight.in);
     list[i] = {&members[i], plan.tiles_per_split, plan.splits, areas[i], counters};
     counters += blocks_for(members[i].weight.out, kTileN);
   }
-  return launch_matmul_decode(std::span(list, members.size()), stream);
+  return launch_matmul_decode(std::span(list, members.size()), geglu, stream);
 }
 
 // The grouped tiled kernel takes bf16 weights at 17 to 32 rows (the 32-row tile, one slab). At 1 row the
@@ -398,8 +425,9 @@ bool tiled_group_fits(std::span<const MatmulArgs> members) {
   return true;
 }
 
+// With reduce false the members' partials are left for the caller's reduce launch.
 cudaError_t launch_tiled_group(std::span<const MatmulArgs> members, std::span<void* const> areas,
-                               cudaStream_t stream) {
+                               cudaStream_t stream, bool reduce = true) {
   constexpr int kRowsTile = kGroupRowsTile;
   GroupParams group{};
   group.members = static_cast<int>(members.size());
@@ -421,11 +449,42 @@ cudaError_t launch_tiled_group(std::span<const MatmulArgs> members, std::span<vo
   launch_dependent(kernel, dim3(static_cast<unsigned>(group.first_block[group.members])), kThreads,
                    L::kSharedBytes, stream, group);
   if ((code = cudaGetLastError()) != cudaSuccess) return code;
-  if (group.first_reduce[group.members] == 0) return cudaSuccess;
+  if (!reduce || group.first_reduce[group.members] == 0) return cudaSuccess;
   launch_dependent(
       reduce_group_kernel,
       dim3(static_cast<unsigned>(group.first_reduce[group.members]), static_cast<unsigned>(members[0].rows)),
       kThreads, 0, stream, group);
+  return cudaGetLastError();
+}
+
+// Whether gate and up can add geglu in their splits' reduce: one shape, bf16 outputs, several splits.
+bool geglu_pair_fits(std::span<const MatmulArgs> members, const RowsArgs& geglu) {
+  const MatmulArgs &gate = members[0], &up = members[1];
+  return gate.weight.out == up.weight.out && gate.weight.in == up.weight.in && !gate.out_f32 && !up.out_f32 &&
+         !geglu.out_f32 && geglu.width == gate.weight.out && geglu.rows == gate.rows &&
+         plan_for(gate.rows, gate.weight.out, gate.weight.in).splits > 1;
+}
+
+// Gate and up on the tiled kernel (grouped where tiled_group_fits), their partials added by one
+// reduce_geglu_kernel launch instead of two reduce launches and geglu's.
+cudaError_t launch_tiled_geglu(std::span<const MatmulArgs> members, std::span<void* const> areas,
+                               const RowsArgs& geglu, bool grouped, cudaStream_t stream) {
+  GegluPair pair{{}, {}, static_cast<uint16_t*>(geglu.out), geglu.out_stride};
+  Params* params[2] = {&pair.gate, &pair.up};
+  const Plan plan = plan_for(members[0].rows, members[0].weight.out, members[0].weight.in);  // one shape
+  const bool group = grouped && tiled_group_fits(members);
+  for (int i = 0; i < 2; ++i) {
+    apply_plan(*params[i] = params_for(members[i], areas[i]), plan);
+    if (const cudaError_t code = group ? cudaSuccess : run_any(*params[i], plan, 0, stream);
+        code != cudaSuccess)
+      return code;
+  }
+  if (const cudaError_t code = group ? launch_tiled_group(members, areas, stream, false) : cudaSuccess;
+      code != cudaSuccess)
+    return code;
+  launch_dependent(reduce_geglu_kernel,
+                   dim3(blocks_for(pair.gate.n, kThreads), static_cast<unsigned>(geglu.rows)), kThreads, 0,
+                   stream, pair);
   return cudaGetLastError();
 }
 
@@ -512,6 +571,30 @@ cudaError_t launch_matmul_group(std::span<const MatmulArgs> members, void* scrat
         code != cudaSuccess)
       return code;
   return cudaSuccess;
+}
+
+cudaError_t launch_matmul_geglu(std::span<const MatmulArgs> members, const RowsArgs& geglu, void* scratch,
+                                unsigned* counters, bool decode, cudaStream_t stream) {
+  using namespace matmul;
+  if (members.size() != 2 || members[0].rows == 0)
+    return members.size() != 2 ? cudaErrorInvalidValue : cudaSuccess;
+  static const bool fused = env_switch_on("PLUMB_CUDA_FUSED_GEGLU");
+  static const bool grouped = env_switch_on("PLUMB_CUDA_MATMUL_GROUP");
+  void* areas[2] = {scratch, static_cast<char*>(scratch) + member_scratch_bytes(members[0])};
+  if (fused && geglu_pair_fits(members, geglu)) {
+    if (grouped && decode_group_fits(members, decode))
+      return launch_decode_group(members, std::span(areas), counters, stream, &geglu);
+    const auto tiled = [](const MatmulArgs& m) {  // bf16, split across blocks (decode rows)
+      return !m.weight.affine && m.weight.dense_kind == DenseKind::bf16 &&
+             plan_for(m.rows, m.weight.out, m.weight.in).cross;
+    };
+    if (std::ranges::all_of(members, tiled))
+      return launch_tiled_geglu(members, std::span(areas), geglu, grouped, stream);
+  }
+  if (const cudaError_t code = launch_matmul_group(members, scratch, counters, decode, stream);
+      code != cudaSuccess)
+    return code;
+  return launch_geglu(geglu, stream);
 }
 
 }  // namespace plumb::cuda

@@ -222,10 +222,32 @@ bool lanes_take(const DecodeGroup& group) {
   return true;
 }
 
+// matmul_geglu's gate (member 0) and up (member 1), of one shape and split into several: both carry the
+// pair, and up's strips count on gate's counters.
+cudaError_t pair_for_geglu(DecodeGroup& group, const RowsArgs& geglu) {
+  DecodeParams &gate = group.member[0], &up = group.member[1];
+  if (group.members != 2 || gate.n != up.n || gate.splits != up.splits || gate.splits < 2 || gate.out_f32 ||
+      up.out_f32 || geglu.width != gate.n || geglu.rows != gate.rows || geglu.out_f32)
+    return cudaErrorInvalidValue;
+  gate.geglu = {gate.partial,
+                up.partial,
+                static_cast<uint16_t*>(gate.out),
+                static_cast<uint16_t*>(up.out),
+                static_cast<uint16_t*>(geglu.out),
+                gate.out_stride,
+                up.out_stride,
+                geglu.out_stride};
+  up.geglu = gate.geglu;
+  up.counters = gate.counters;
+  return cudaSuccess;
+}
+
 }  // namespace
 
-// Every member supported (matmul_decode_supports), of one width of codes and one row count.
-cudaError_t launch_matmul_decode(std::span<const DecodeMember> members, cudaStream_t stream) {
+// Every member supported (matmul_decode_supports), of one width of codes and one row count; with `geglu`,
+// matmul_geglu's gate and up (pair_for_geglu).
+cudaError_t launch_matmul_decode(std::span<const DecodeMember> members, const RowsArgs* geglu,
+                                 cudaStream_t stream) {
   if (members.empty() || members.size() > kMatmulGroupMembers) return cudaErrorInvalidValue;
   DecodeGroup group{};
   group.members = static_cast<int>(members.size());
@@ -236,6 +258,8 @@ cudaError_t launch_matmul_decode(std::span<const DecodeMember> members, cudaStre
     group.strips[i] = static_cast<int>(strips);
     group.first_block[i + 1] = group.first_block[i] + group.strips[i] * p.splits;
   }
+  if (geglu != nullptr)
+    if (const cudaError_t code = pair_for_geglu(group, *geglu); code != cudaSuccess) return code;
   if (lanes_take(group)) return run_decode_lanes(group, stream);
   const MatmulArgs& first = *members[0].launch;
   return first.rows <= 16 ? run_decode_bits<1>(group, first.weight.bits, stream)

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "cuda/dependent_launch.cuh"
+#include "cuda/gelu.cuh"
 #include "cuda/k_matmul_blocks.cuh"
 #include "cuda/k_matmul_fragments.cuh"
 #include "cuda/launchers.hpp"
@@ -223,16 +224,44 @@ __device__ __forceinline__ void add_splits(int splits, const Load& load, float (
   }
 }
 
+// matmul_geglu's strip: gate's and up's sums added in split order as reduce_if_last adds them (both loaded in
+// one batch), each stored as bf16, then out = geglu of the two as stored (k_rows.cu's value).
+// Out of line: inlined, it made the decode kernels spill under their register caps.
+static __device__ __noinline__ void reduce_geglu(const DecodeParams& p, int64_t strip) {
+  const int sums = static_cast<int>(p.rows) * kDecodeBlockCols;
+  const int64_t split_stride = p.rows * p.n;
+  const float* partials[2] = {p.geglu.gate_partial, p.geglu.up_partial};
+  for (int i = threadIdx.x; i < sums; i += kDecodeThreads) {
+    const int64_t row = i / kDecodeBlockCols, col = strip * kDecodeBlockCols + i % kDecodeBlockCols;
+    if (col >= p.n) continue;
+    float total[2];
+    add_splits(
+        p.splits, [&](int s, int b) { return __ldcg(partials[b] + s * split_stride + row * p.n + col); },
+        total);
+    const float gate = round_bf16(total[0]), up = round_bf16(total[1]);
+    p.geglu.gate_out[row * p.geglu.gate_stride + col] = bf16_bits(gate);
+    p.geglu.up_out[row * p.geglu.up_stride + col] = bf16_bits(up);
+    p.geglu.out[row * p.geglu.out_stride + col] = bf16_bits(geglu_value(gate, up));  // out may be gate or up
+  }
+}
+
 // The last block of a column strip to arrive adds the splits' partials in split order: t = p0; t += p1...
+// (for matmul_geglu, the last of both members' blocks of the strip, which share its counter).
 template <int kRounds>
 __device__ __forceinline__ void reduce_if_last(const DecodeParams& p, int64_t strip) {
   __shared__ bool last;
   __threadfence();
   __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(p.counters + strip, 1u) == static_cast<unsigned>(p.splits - 1);
+  const unsigned arrivals = p.splits * (p.geglu.out != nullptr ? 2u : 1u);
+  if (threadIdx.x == 0) last = atomicAdd(p.counters + strip, 1u) == arrivals - 1u;
   __syncthreads();
   if (!last) return;
   __threadfence();
+  if (p.geglu.out != nullptr) {
+    reduce_geglu(p, strip);
+    if (threadIdx.x == 0) p.counters[strip] = 0u;
+    return;
+  }
   // kRounds rounds of the block's threads at once, so that their loads are in flight together (add_splits):
   // finish_sums passes 2 for 17 to 32 rows (16 rounds of sums) and 1 below, where a second round's loads
   // cost about 1% of a 1-stream 4-bit step.

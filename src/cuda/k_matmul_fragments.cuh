@@ -55,6 +55,13 @@ struct DecodeParams {
   const uint4* lane_records;
   int64_t slices;
   int lane_halves;
+  // matmul_geglu's gate and up, both members carrying it (out null: a plain matmul): a column strip's last
+  // block of both members' splits adds each one's partials, stores both and out = geglu(gate, up).
+  struct {
+    const float *gate_partial, *up_partial;
+    uint16_t *gate_out, *up_out, *out;
+    int64_t gate_stride, up_stride, out_stride;
+  } geglu;
 };
 
 // Bytes of one warp's codes for one 64-wide k tile: 16 columns of 64 codes.

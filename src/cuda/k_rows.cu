@@ -20,7 +20,7 @@ struct Scale {
   __device__ float operator()(float x, float, float factor) const { return x * factor; }
 };
 struct Geglu {
-  __device__ float operator()(float gate, float up, float) const { return round_bf16(gelu_tanh(gate)) * up; }
+  __device__ float operator()(float gate, float up, float) const { return geglu_value(gate, up); }
 };
 struct SoftCap {
   __device__ float operator()(float x, float, float cap) const {

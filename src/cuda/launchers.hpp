@@ -71,6 +71,12 @@ cudaError_t launch_decode_layout(const WeightArgs& weight, void* layout, cudaStr
 size_t matmul_group_scratch_bytes(std::span<const MatmulArgs> members);
 cudaError_t launch_matmul_group(std::span<const MatmulArgs> members, void* scratch, unsigned* counters,
                                 bool decode, cudaStream_t stream);
+// matmul_geglu: gate and up (members, launch_matmul_group's scratch), then geglu of their outputs, added by
+// the matmuls' K-split reduce where both split into several at decode rows (the decode kernel, or the tiled
+// kernel's reduce launch), else by launch_geglu after them; the same bits either way.
+// PLUMB_CUDA_FUSED_GEGLU=0 always takes the second.
+cudaError_t launch_matmul_geglu(std::span<const MatmulArgs> members, const RowsArgs& geglu, void* scratch,
+                                unsigned* counters, bool decode, cudaStream_t stream);
 
 // Attention processes its rows in chunks whose partials fit `scratch_bytes`; attention_scratch_bytes is the
 // most it can use for this launch (capped), attention_scratch_minimum the least it needs.

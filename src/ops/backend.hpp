@@ -140,6 +140,13 @@ struct RowsLaunch {
   float factor;  // scale: bf16 factor; soft_cap: cap
 };
 
+// gate = x · Gᵀ and up = x · Uᵀ (one x, each the bits ops::matmul gives), then out = geglu(gate, up) (the
+// bits ops::geglu gives); out is disjoint from gate and up, or is gate (which then holds out).
+struct MatmulGegluLaunch {
+  MatmulLaunch gate, up;
+  RowsLaunch geglu;
+};
+
 // Gemma 4's per-head norms before attention, in this order: v = rms_norm(v source) (weightless; the source
 // may be k's raw rows, then read before k changes), q = norm_rope(q), k = norm_rope(k). The three share rows,
 // head_dim, positions and eps.
@@ -242,6 +249,10 @@ class Backend {
   // each its own matmul, which is what the group must equal bit for bit.
   virtual void matmul_group(const MatmulGroupLaunch& launch);
   virtual void geglu(const RowsLaunch& launch) = 0;
+  // The gate and up matmuls, then geglu of their outputs: one launch where a backend fuses the geglu into the
+  // matmuls' K-split reduce (CUDA); by default the group, then geglu, which is what it must equal bit for
+  // bit.
+  virtual void matmul_geglu(const MatmulGegluLaunch& launch);
   virtual void add(const RowsLaunch& launch) = 0;
   virtual void scale(const RowsLaunch& launch) = 0;
   virtual void soft_cap(const RowsLaunch& launch) = 0;

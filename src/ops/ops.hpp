@@ -174,6 +174,12 @@ struct MatmulMember {
 };
 Status matmul_group(Backend& backend, const TensorView& x, std::span<const MatmulMember> members);
 
+// gate = x · Gᵀ, up = x · Uᵀ (matmul_group's bits), then out = geglu(gate, up) (geglu's bits), in one launch
+// where the backend fuses them. gate and up: bf16 [rows, width], disjoint from x and each other; out: bf16
+// [rows, width], disjoint from both or equal to gate. The MLP's first half.
+Status matmul_geglu(Backend& backend, const TensorView& x, const Weight& gate_weight, const Weight& up_weight,
+                    const TensorView& gate, const TensorView& up, const TensorView& out);
+
 // out = bf16(bf16(gelu_tanh(gate)) * up); gelu_tanh(g) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))) in
 // fp32. gate, up, out: bf16 [rows, width].
 Status geglu(Backend& backend, const TensorView& gate, const TensorView& up, const TensorView& out);

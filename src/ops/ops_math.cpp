@@ -97,6 +97,26 @@ Status geglu(Backend& backend, const TensorView& gate, const TensorView& up, con
   return {};
 }
 
+Status matmul_geglu(Backend& backend, const TensorView& x, const Weight& gate_weight, const Weight& up_weight,
+                    const TensorView& gate, const TensorView& up, const TensorView& out) {
+  constexpr std::string_view where = "ops.matmul_geglu";
+  Result<MatmulLaunch> gate_launch = matmul_launch(where, backend.device(), x, gate_weight, gate, "gate");
+  if (!gate_launch.ok()) return gate_launch.error();
+  Result<MatmulLaunch> up_launch = matmul_launch(where, backend.device(), x, up_weight, up, "up");
+  if (!up_launch.ok()) return up_launch.error();
+  PLUMB_TRY(check_disjoint(where, "up", up, "gate", gate));
+  auto geglu_launch = rows_launch(where, backend.device(), "gate", gate, "up", &up, out, {DType::bf16}, 0.0f);
+  if (!geglu_launch) return geglu_launch.error();
+  backend.matmul_geglu({*gate_launch, *up_launch, *geglu_launch});
+  return {};
+}
+
+void Backend::matmul_geglu(const MatmulGegluLaunch& launch) {
+  const MatmulLaunch members[] = {launch.gate, launch.up};
+  matmul_group({members});
+  geglu(launch.geglu);
+}
+
 Status add(Backend& backend, const TensorView& a, const TensorView& b, const TensorView& out) {
   auto launch = rows_launch("ops.add", backend.device(), "a", a, "b", &b, out, {DType::bf16}, 0.0f);
   if (!launch) return launch.error();

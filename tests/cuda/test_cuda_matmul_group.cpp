@@ -2,6 +2,7 @@
 // decode kernel (affine weights of one code width), the grouped tiled kernel (bf16 at 17 to 32 rows) or one
 // launch per member (other row counts, mixed formats).
 #include <memory>
+#include <tuple>
 
 #include "core/half.hpp"
 #include "cuda_test_util.hpp"
@@ -10,6 +11,8 @@ namespace plumb::cuda {
 namespace {
 
 using testing::decode_gpu;
+using testing::ring_gpu;
+using testing::tiled_gpu;
 
 struct MemberCase {
   int64_t out, in;
@@ -69,6 +72,54 @@ TEST(CudaMatmulGroup, EachMemberEqualsItsOwnMatmul) {
       expect_members_equal(label, cases, rows);
       if (::testing::Test::HasFailure()) return;
     }
+}
+
+// matmul_geglu against its steps (matmul_group, then geglu) on the same backend: gate, up and out bit for
+// bit, with out disjoint and with out = gate (the forward's call).
+void expect_geglu_equals_steps(ops::Backend& backend, const std::string& label, const MemberCase& c,
+                               int64_t rows) {
+  const testing::DeviceWeight gate_w = make_member(backend, c, 70), up_w = make_member(backend, c, 71);
+  const Values x = ops::testing::random_bf16(72 + rows, rows * c.in, -2, 2);
+  DeviceTensor tx = ops::testing::device_bf16(backend, x, {rows, c.in});
+  const auto zeros = [&] { return ops::testing::device_zeros(backend, DType::bf16, {rows, c.out}); };
+  DeviceTensor gate = zeros(), up = zeros(), out = zeros(), step_gate = zeros(), step_up = zeros();
+  const ops::MatmulMember members[] = {{&gate_w.weight, step_gate.view}, {&up_w.weight, step_up.view}};
+  ASSERT_TRUE(ops::matmul_group(backend, tx.view, members).ok());
+  const std::vector<uint8_t> want_gate = download(backend, step_gate), want_up = download(backend, step_up);
+  ASSERT_TRUE(ops::geglu(backend, step_gate.view, step_up.view, step_gate.view).ok());
+  const std::vector<uint8_t> want_out = download(backend, step_gate);
+  const std::string name = fmt::format("{} rows {}", label, rows);
+  Status status =
+      ops::matmul_geglu(backend, tx.view, gate_w.weight, up_w.weight, gate.view, up.view, out.view);
+  ASSERT_TRUE(status.ok()) << status.error().message;
+  testing::expect_same_bits(name + " gate", download(backend, gate), want_gate, 2);
+  testing::expect_same_bits(name + " up", download(backend, up), want_up, 2);
+  testing::expect_same_bits(name + " out", download(backend, out), want_out, 2);
+  status = ops::matmul_geglu(backend, tx.view, gate_w.weight, up_w.weight, gate.view, up.view, gate.view);
+  ASSERT_TRUE(status.ok()) << status.error().message;
+  testing::expect_same_bits(name + " out in gate", download(backend, gate), want_out, 2);
+}
+
+// Each way CUDA runs it: the decode kernel's fused reduce (4-bit in the decode layout; 2- and 8-bit through
+// the ring), bf16's reduce launch (1 to 16 rows alone, 17 to 32 grouped), and the steps where the plan has
+// one split or the rows are a prompt's (33).
+TEST(CudaMatmulGeglu, EqualsItsStepsBitForBit) {
+  PLUMB_GPU_OR_SKIP();
+  const std::vector<std::tuple<std::string, CudaBackend*, MemberCase>> cases = {
+      {"4-bit g64 lanes", decode_gpu(), {15360, 3840, 4, 64}},
+      {"2-bit g32 ring", ring_gpu(), {2048, 3840, 2, 32}},
+      {"8-bit g128 off the grid", ring_gpu(), {200, 512, 8, 128}},
+      {"4-bit g32 lanes", decode_gpu(), {2048, 3840, 4, 32}},
+      {"bf16 tiled", tiled_gpu(), {15360, 3840, 0, 0}},
+      {"bf16 one split", tiled_gpu(), {32768, 256, 0, 0}},
+  };
+  for (const auto& [label, backend, c] : cases) {
+    ASSERT_NE(backend, nullptr);
+    for (int64_t rows : {1, 7, 16, 17, 32, 33}) {
+      expect_geglu_equals_steps(*backend, label, c, rows);
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
 }
 
 }  // namespace

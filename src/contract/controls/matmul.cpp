@@ -1,4 +1,5 @@
-// Controls for matmul, matmul_group and embed_rows.
+// Controls for matmul, matmul_group, matmul_geglu and embed_rows.
+#include <utility>
 #include <vector>
 
 #include "contract/controls/common.hpp"
@@ -97,6 +98,20 @@ class MatmulGroupDropsLast final : public ForwardingBackend {
   }
 };
 
+// matmul_geglu whose geglu takes up as the gate: out = geglu(up, gate) (a fused reduce that mixes up its two
+// members' sums).
+class MatmulGegluUpAsGate final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  void matmul_geglu(const ops::MatmulGegluLaunch& launch) override {
+    real().matmul_geglu(launch);
+    ops::RowsLaunch swapped = launch.geglu;
+    std::swap(swapped.a, swapped.b);
+    std::swap(swapped.a_stride, swapped.b_stride);
+    real().geglu(swapped);
+  }
+};
+
 }  // namespace
 
 void register_matmul_controls(Registry& registry) {
@@ -114,6 +129,8 @@ void register_matmul_controls(Registry& registry) {
   list.push_back(planted<MatmulGroupDropsLast>("matmul_group/last-member-dropped",
                                                "matmul_group/12b-qkv-sliding", Gate::runs,
                                                "launches every member but the last"));
+  list.push_back(planted<MatmulGegluUpAsGate>("matmul_geglu/up-as-gate", "matmul_geglu/12b-mlp-slice",
+                                              Gate::shapes, "takes up as the gate: out = geglu(up, gate)"));
   list.push_back(planted<EmbedFaulty<true>>("embed_rows/affine-unrounded", "embed_rows/12b-affine-8bit-g32",
                                             Gate::shapes,
                                             "keeps the dequantized row in fp32 before the scale"));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numbers>
 
 #include "core/error.hpp"
 
@@ -49,6 +50,20 @@ std::vector<ops::KvSegment> kv_segments(std::span<const Segment> segments,
         {segment.first_row, segment.rows, ops::KvView{caches[cache], caches[cache + 1], segment.end}});
   }
   return out;
+}
+
+// PyTorch's gelu(approximate="tanh") in fp32 steps: 0.5 x (1 + tanh(beta (x + kappa x^3))).
+Span gelu_tanh_span(const Span& x) {
+  const Span kappa = f32_constant(0.044715);
+  const Span beta = f32_constant(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);
+  const Span kappa_cube = f32_chain(kappa * x * x * x, 3);  // x*x*x and the constant in any order
+  const Span inner = f32_mul(beta, f32_add(x, kappa_cube));
+  const Span one_plus = f32_add(Span::exact(1.0), f32_tanh(inner));
+  return f32_chain(Span::exact(0.5) * x * one_plus, 2);
+}
+
+Span geglu_span(const Span& gate, const Span& up) {
+  return bf16(f32_mul(bf16(gelu_tanh_span(gate)), up));
 }
 
 Span exact_at(const HostData& data, int64_t i) {

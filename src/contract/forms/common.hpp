@@ -17,6 +17,10 @@ namespace plumb::contract::forms {
 HostData bf16_data(std::string name, Shape shape, std::span<const uint16_t> values, bool per_row);
 HostData i32_data(std::string name, Shape shape, std::span<const int32_t> values, bool per_row);
 Span exact_at(const HostData& data, int64_t i);
+// PyTorch's gelu(approximate="tanh") in fp32 steps, and geglu's bf16(bf16(gelu_tanh(gate)) * up), over values
+// each known to lie in its span.
+Span gelu_tanh_span(const Span& x);
+Span geglu_span(const Span& gate, const Span& up);
 // The same values as f32 (a bf16 row of logits as the soft cap's f32 output holds them).
 HostData widen_to_f32(const HostData& bf16_values);
 

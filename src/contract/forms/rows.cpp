@@ -1,6 +1,5 @@
 // Forms of the element-wise row ops (geglu, add, scale, soft_cap) and argmax, with their ranges.
 #include <cmath>
-#include <numbers>
 
 #include <fmt/format.h>
 
@@ -11,16 +10,6 @@
 
 namespace plumb::contract::forms {
 namespace {
-
-// PyTorch's gelu(approximate="tanh") in fp32 steps: 0.5 x (1 + tanh(beta (x + kappa x^3))).
-Span gelu_tanh(const Span& x) {
-  const Span kappa = f32_constant(0.044715);
-  const Span beta = f32_constant(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);
-  const Span kappa_cube = f32_chain(kappa * x * x * x, 3);  // x*x*x and the constant in any order
-  const Span inner = f32_mul(beta, f32_add(x, kappa_cube));
-  const Span one_plus = f32_add(Span::exact(1.0), f32_tanh(inner));
-  return f32_chain(Span::exact(0.5) * x * one_plus, 2);
-}
 
 enum class RowOp { geglu, add, scale, soft_cap };
 
@@ -94,7 +83,7 @@ class RowForm final : public Form {
     const Span x = exact_at(call.inputs[0], i);
     switch (op_) {
       case RowOp::geglu:
-        return bf16(f32_mul(bf16(gelu_tanh(x)), exact_at(call.inputs[1], i)));
+        return geglu_span(x, exact_at(call.inputs[1], i));
       case RowOp::add:
         return bf16(f32_add(x, exact_at(call.inputs[1], i)));
       case RowOp::scale:

@@ -101,10 +101,8 @@ class LayerRunner {
   Status mlp_block(size_t index) {
     const LayerWeights& weights = model_.weights.layers[index];
     const float eps = model_.config.rms_norm_eps;
-    const ops::MatmulMember gate_up[] = {{&weights.gate_proj, space_.gate.view},
-                                         {&weights.up_proj, space_.up.view}};
-    PLUMB_TRY(ops::matmul_group(backend_, space_.xn.view, gate_up));
-    PLUMB_TRY(ops::geglu(backend_, space_.gate.view, space_.up.view, space_.gate.view));
+    PLUMB_TRY(ops::matmul_geglu(backend_, space_.xn.view, weights.gate_proj, weights.up_proj,
+                                space_.gate.view, space_.up.view, space_.gate.view));
     PLUMB_TRY(ops::matmul(backend_, space_.gate.view, weights.down_proj, space_.o.view));
     const std::vector<LayerWeights>& layers = model_.weights.layers;
     const TensorView& next_norm =
