@@ -34,12 +34,8 @@ class MatmulForm final : public Form {
   }
 
   Call make_call(const CallRequest& request) const override {
-    Rng rng(request.seed);
     Call call = empty_call(request);
-    const std::vector<uint16_t> x = request.inputs == Inputs::fractions
-                                        ? integers_bf16(rng, request.rows * spec_.in, -8, 8)
-                                        : activations(request.inputs, rng, request.rows, spec_.in, 1.0);
-    call.inputs.push_back(bf16_data("x", {request.rows, spec_.in}, x, true));
+    call.inputs.push_back(matmul_x(request, spec_.in));
     for (const HostData& tensor : weights_.get(spec_, request.shared_seed, request.inputs))
       call.inputs.push_back(tensor);
     call.outputs.push_back(HostData::zeros("out", out_dtype_, {request.rows, spec_.out}, true));

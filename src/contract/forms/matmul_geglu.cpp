@@ -28,12 +28,8 @@ class MatmulGegluForm final : public Form {
 
   // Inputs x, then gate's and up's weight tensors; outputs gate, up and out.
   Call make_call(const CallRequest& request) const override {
-    Rng rng(request.seed);
     Call call = empty_call(request);
-    const std::vector<uint16_t> x = request.inputs == Inputs::fractions
-                                        ? integers_bf16(rng, request.rows * spec_.in, -8, 8)
-                                        : activations(request.inputs, rng, request.rows, spec_.in, 1.0);
-    call.inputs.push_back(bf16_data("x", {request.rows, spec_.in}, x, true));
+    call.inputs.push_back(matmul_x(request, spec_.in));
     for (size_t i = 0; i < 2; ++i)
       for (HostData tensor : weights_[i].get(spec_, mix_seed(request.shared_seed, i), request.inputs)) {
         tensor.name = fmt::format("{}.{}", kMembers[i], tensor.name);

@@ -27,13 +27,9 @@ class MatmulGroupForm final : public Form {
 
   // Inputs x, then each member's weight tensors; an output per member.
   Call make_call(const CallRequest& request) const override {
-    Rng rng(request.seed);
     Call call = empty_call(request);
     const int64_t in = specs_.front().in;
-    const std::vector<uint16_t> x = request.inputs == Inputs::fractions
-                                        ? integers_bf16(rng, request.rows * in, -8, 8)
-                                        : activations(request.inputs, rng, request.rows, in, 1.0);
-    call.inputs.push_back(bf16_data("x", {request.rows, in}, x, true));
+    call.inputs.push_back(matmul_x(request, in));
     for (size_t i = 0; i < specs_.size(); ++i) {
       for (HostData tensor : weights_[i].get(specs_[i], mix_seed(request.shared_seed, i), request.inputs)) {
         tensor.name = fmt::format("members[{}].{}", i, tensor.name);

@@ -67,6 +67,14 @@ std::vector<HostData> make_weight(const WeightSpec& spec, uint64_t seed, Inputs 
   return tensors;
 }
 
+HostData matmul_x(const CallRequest& request, int64_t in) {
+  Rng rng(request.seed);
+  const std::vector<uint16_t> x = request.inputs == Inputs::fractions
+                                      ? integers_bf16(rng, request.rows * in, -8, 8)
+                                      : activations(request.inputs, rng, request.rows, in, 1.0);
+  return bf16_data("x", {request.rows, in}, x, true);
+}
+
 std::vector<float> weight_values(const WeightSpec& spec, std::span<const HostData> tensors) {
   std::vector<float> values(static_cast<size_t>(spec.out * spec.in));
   if (!spec.affine()) {

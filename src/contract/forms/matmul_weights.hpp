@@ -34,6 +34,10 @@ struct WeightSpec {
 // for `fractions`, affine scales 1 + 3/128 that put low bits into s * q + b.
 std::vector<HostData> make_weight(const WeightSpec& spec, uint64_t seed, Inputs inputs);
 
+// A matmul form's input x, bf16 [rows, in]: small integers for `fractions` (so sums of fractions stay exact),
+// else the kind's activations.
+HostData matmul_x(const CallRequest& request, int64_t in);
+
 // The weight's values row by row as fp32: dense exactly; affine as bf16(f32(scale * q + bias)).
 std::vector<float> weight_values(const WeightSpec& spec, std::span<const HostData> tensors);
 
