@@ -2,6 +2,7 @@
 // contract on the CUDA backend (the CPU controls prove the same gates on host memory).
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "contract/controls/common.hpp"
 #include "contract/controls/cuda_kernels.hpp"
@@ -114,6 +115,36 @@ class MatmulBf16Accumulator final : public CudaControl {
                         static_cast<uint16_t*>(launch.out), launch.out_stride, launch.rows, launch.weight.out,
                         launch.weight.in, stream()));
   }
+};
+
+// The real device matmuls of gate and up into fp32 sums, then a device kernel that takes GeGLU of the gate
+// sum before its bf16 rounding (a fused reduce that feeds its register to gelu). The sums live in device
+// memory the backend allocates, until the next call.
+class MatmulGegluGateUnrounded final : public CudaControl {
+ public:
+  using CudaControl::CudaControl;
+  void matmul_geglu(const ops::MatmulGegluLaunch& launch) override {
+    const int64_t rows = launch.gate.rows, width = launch.gate.weight.out;
+    auto made = allocate(DType::f32, {2, rows, width});
+    if (!made) return check("allocate", cudaErrorMemoryAllocation);
+    sums_ = std::move(*made);
+    auto* gate = static_cast<float*>(sums_.view.data);
+    float* up = gate + rows * width;
+    for (auto [member, sums] : {std::pair{launch.gate, gate}, std::pair{launch.up, up}}) {
+      member.out = sums;
+      member.out_dtype = DType::f32;
+      member.out_stride = width;
+      ForwardingBackend::matmul(member);
+    }
+    check("geglu_f32_gate",
+          cuda_geglu_f32_gate(gate, up, width, static_cast<uint16_t*>(launch.gate.out),
+                              launch.gate.out_stride, static_cast<uint16_t*>(launch.up.out),
+                              launch.up.out_stride, static_cast<uint16_t*>(launch.geglu.out),
+                              launch.geglu.out_stride, rows, width, stream()));
+  }
+
+ private:
+  ops::DeviceTensor sums_;
 };
 
 // The real device draw with each row's options keyed one position lower: the row's own position instead of
@@ -241,6 +272,9 @@ void register_cuda_controls(Registry& registry) {
                                               Gate::invariant,
                                               "scales the scores of prompt-sized calls, which take the tiled "
                                               "kernels, by 1 + 2^-8"));
+  list.push_back(on_cuda<MatmulGegluGateUnrounded>(
+      "matmul_geglu/gate-unrounded-cuda", "matmul_geglu/12b-mlp-slice-4bit-g64", Gate::shapes,
+      "takes GeGLU of the fp32 gate sum, before its bf16 rounding"));
   list.push_back(on_cuda<MatmulPromptOrder>("matmul/prompt-order-cuda", "matmul/12b-q-sliding",
                                             Gate::invariant,
                                             "sums the rows of calls over 64 rows in descending k"));

@@ -51,6 +51,20 @@ __global__ void geglu_kernel(const uint16_t* gate, int64_t gate_stride, const ui
   out[r * out_stride + k] = bf16_bits(cuda::gelu_tanh(g) * u);  // the backend's gelu, left unrounded
 }
 
+// matmul_geglu's stores from fp32 sums: gate and up rounded to bf16, and out = geglu of the unrounded gate.
+__global__ void geglu_f32_gate_kernel(const float* gate, const float* up, int64_t sums_stride,
+                                      uint16_t* gate_out, int64_t gate_stride, uint16_t* up_out,
+                                      int64_t up_stride, uint16_t* out, int64_t out_stride, int64_t rows,
+                                      int64_t width) {
+  const int64_t item = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (item >= rows * width) return;
+  const int64_t r = item / width, k = item % width;
+  const float g = gate[r * sums_stride + k], u = round_bf16(up[r * sums_stride + k]);
+  gate_out[r * gate_stride + k] = bf16_bits(g);
+  up_out[r * up_stride + k] = bf16_bits(u);
+  out[r * out_stride + k] = bf16_bits(round_bf16(cuda::gelu_tanh(g)) * u);
+}
+
 __global__ void scale_truncating_kernel(const uint16_t* x, int64_t x_stride, uint16_t* out,
                                         int64_t out_stride, int64_t rows, int64_t width, float factor) {
   const int64_t item = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
@@ -178,6 +192,15 @@ cudaError_t cuda_geglu_gelu_unrounded(const uint16_t* gate, int64_t gate_stride,
   if (rows * width == 0) return cudaSuccess;
   geglu_kernel<<<blocks(rows * width), kThreads, 0, stream>>>(gate, gate_stride, up, up_stride, out,
                                                               out_stride, rows, width);
+  return cudaGetLastError();
+}
+
+cudaError_t cuda_geglu_f32_gate(const float* gate, const float* up, int64_t sums_stride, uint16_t* gate_out,
+                                int64_t gate_stride, uint16_t* up_out, int64_t up_stride, uint16_t* out,
+                                int64_t out_stride, int64_t rows, int64_t width, cudaStream_t stream) {
+  if (rows * width == 0) return cudaSuccess;
+  geglu_f32_gate_kernel<<<blocks(rows * width), kThreads, 0, stream>>>(
+      gate, up, sums_stride, gate_out, gate_stride, up_out, up_stride, out, out_stride, rows, width);
   return cudaGetLastError();
 }
 

@@ -21,6 +21,12 @@ cudaError_t cuda_geglu_gelu_unrounded(const uint16_t* gate, int64_t gate_stride,
                                       int64_t up_stride, uint16_t* out, int64_t out_stride, int64_t rows,
                                       int64_t width, cudaStream_t stream);
 
+// matmul_geglu's stores from the fp32 sums of gate and up ([rows, width], row stride sums_stride): gate and
+// up as bf16, and out = bf16(bf16(gelu_tanh(gate)) * bf16(up)) from the gate sum before its rounding.
+cudaError_t cuda_geglu_f32_gate(const float* gate, const float* up, int64_t sums_stride, uint16_t* gate_out,
+                                int64_t gate_stride, uint16_t* up_out, int64_t up_stride, uint16_t* out,
+                                int64_t out_stride, int64_t rows, int64_t width, cudaStream_t stream);
+
 // out = x * factor cut to bf16 by dropping the low 16 bits (toward zero) instead of rounding to nearest even.
 cudaError_t cuda_scale_truncating(const uint16_t* x, int64_t x_stride, uint16_t* out, int64_t out_stride,
                                   int64_t rows, int64_t width, float factor, cudaStream_t stream);
