@@ -273,7 +273,7 @@ void register_cuda_controls(Registry& registry) {
                                               "scales the scores of prompt-sized calls, which take the tiled "
                                               "kernels, by 1 + 2^-8"));
   list.push_back(on_cuda<MatmulGegluGateUnrounded>(
-      "matmul_geglu/gate-unrounded-cuda", "matmul_geglu/12b-mlp-slice-4bit-g64", Gate::shapes,
+      "matmul_geglu/gate-unrounded-cuda", "matmul_geglu/12b-mlp-slice-4bit-g64", Gate::stress,
       "takes GeGLU of the fp32 gate sum, before its bf16 rounding"));
   list.push_back(on_cuda<MatmulPromptOrder>("matmul/prompt-order-cuda", "matmul/12b-q-sliding",
                                             Gate::invariant,
