@@ -118,7 +118,9 @@ class MatmulBf16Accumulator final : public CudaControl {
 };
 
 // The real device matmuls of gate and up into fp32 sums, then a device kernel that takes GeGLU of the gate
-// sum before its bf16 rounding (a fused reduce that feeds its register to gelu). The sums live in device
+// sum before its bf16 rounding (a fused reduce that feeds its register to gelu). Planted at gate 4: with
+// Gaussian inputs the unrounded sum lies inside the range an fp32 sum in any order may take (it passed gate 3
+// on the H200); the stress gate's exact sums of small integers leave it no room. The sums live in device
 // memory the backend allocates, until the next call.
 class MatmulGegluGateUnrounded final : public CudaControl {
  public:
