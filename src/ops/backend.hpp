@@ -141,7 +141,7 @@ struct RowsLaunch {
 };
 
 // gate = x · Gᵀ and up = x · Uᵀ (one x, each the bits ops::matmul gives), then out = geglu(gate, up) (the
-// bits ops::geglu gives); out is disjoint from gate and up, or is gate (which then holds out).
+// bits ops::geglu gives); out is disjoint from gate and up, or is one of them (which then holds out).
 struct MatmulGegluLaunch {
   MatmulLaunch gate, up;
   RowsLaunch geglu;

@@ -176,7 +176,7 @@ Status matmul_group(Backend& backend, const TensorView& x, std::span<const Matmu
 
 // gate = x · Gᵀ, up = x · Uᵀ (matmul_group's bits), then out = geglu(gate, up) (geglu's bits), in one launch
 // where the backend fuses them. gate and up: bf16 [rows, width], disjoint from x and each other; out: bf16
-// [rows, width], disjoint from both or equal to gate. The MLP's first half.
+// [rows, width], disjoint from both or equal to one of them (which then holds out). The MLP's first half.
 Status matmul_geglu(Backend& backend, const TensorView& x, const Weight& gate_weight, const Weight& up_weight,
                     const TensorView& gate, const TensorView& up, const TensorView& out);
 

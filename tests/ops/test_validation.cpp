@@ -66,6 +66,30 @@ TEST_F(Validation, MatmulGroupNamesTheWrongMember) {
   EXPECT_TRUE(matmul_group(*backend, x.view, fine).ok());
 }
 
+TEST_F(Validation, MatmulGegluNamesTheWrongOutputAndEqualsItsSteps) {
+  DeviceTensor wg = testing::device_bf16(*backend, testing::random_bf16(1, 8 * 64, -1, 1), {8, 64});
+  DeviceTensor wu = testing::device_bf16(*backend, testing::random_bf16(2, 8 * 64, -1, 1), {8, 64});
+  DeviceTensor wn = testing::device_bf16(*backend, Values(4 * 64, 0.5), {4, 64});
+  const Weight gate_w = Weight::make_dense("gate_proj", wg.view),
+               up_w = Weight::make_dense("up_proj", wu.view);
+  const Weight narrow = Weight::make_dense("up_proj", wn.view);
+  DeviceTensor x = testing::device_bf16(*backend, testing::random_bf16(3, 3 * 64, -1, 1), {3, 64});
+  const auto zeros = [&] { return testing::device_zeros(*backend, DType::bf16, {3, 8}); };
+  DeviceTensor gate = zeros(), up = zeros(), out = zeros(), step_gate = zeros(), step_up = zeros();
+  expect_error(matmul_geglu(*backend, x.view, gate_w, narrow, gate.view, up.view, out.view),
+               "ops.matmul_geglu: tensor 'up' has the wrong shape; expected [3, 4], got [3, 8]");
+  expect_error(
+      matmul_geglu(*backend, x.view, gate_w, up_w, gate.view, gate.view, out.view),
+      "ops.matmul_geglu: tensor 'up' overlaps an input; expected no bytes shared with 'gate', got shared "
+      "bytes");
+  ASSERT_TRUE(matmul_geglu(*backend, x.view, gate_w, up_w, gate.view, up.view, out.view).ok());
+  ASSERT_TRUE(matmul(*backend, x.view, gate_w, step_gate.view).ok());
+  ASSERT_TRUE(matmul(*backend, x.view, up_w, step_up.view).ok());
+  ASSERT_TRUE(geglu(*backend, step_gate.view, step_up.view, step_up.view).ok());
+  EXPECT_EQ(testing::download_bytes(*backend, gate.view), testing::download_bytes(*backend, step_gate.view));
+  EXPECT_EQ(testing::download_bytes(*backend, out.view), testing::download_bytes(*backend, step_up.view));
+}
+
 TEST_F(Validation, AffineWeightsWithTheWrongPackingAreRefusedByName) {
   std::vector<uint32_t> packed(8 * 16);
   std::vector<uint16_t> groups(8 * 2);
