@@ -20,4 +20,16 @@ __device__ __forceinline__ float geglu_value(float gate, float up) {
   return round_bf16(gelu_tanh(gate)) * up;
 }
 
+// matmul_geglu's three values from gate's and up's fp32 sums (its decode kernel's reduce and
+// reduce_geglu_kernel): each rounded once to bf16, and out = geglu of the two as rounded. Callers store out
+// last, as out may be gate or up.
+struct GegluBits {
+  uint16_t gate, up, out;
+};
+
+__device__ __forceinline__ GegluBits geglu_bits(float gate_sum, float up_sum) {
+  const float gate = round_bf16(gate_sum), up = round_bf16(up_sum);
+  return {bf16_bits(gate), bf16_bits(up), bf16_bits(geglu_value(gate, up))};
+}
+
 }  // namespace plumb::cuda

@@ -32,6 +32,21 @@ __device__ __forceinline__ void cache_at(const HeadNormsParams& params, int64_t 
   values = segment.cache_values + at;
 }
 
+// A launch's vector `vector` (a half-warp's): the q vectors, then the kv vectors. Returns its norm (q's or
+// k's) and sets its row and head, whether the launch has it, and whether it is a q vector.
+__device__ __forceinline__ const RmsNormArgs& head_norms_vector(const HeadNormsParams& params, int64_t vector,
+                                                                int64_t& r, int64_t& h, bool& active,
+                                                                bool& is_q) {
+  const int64_t q_vectors = params.q.rows * params.q.heads;
+  active = vector < q_vectors + params.k.rows * params.k.heads;
+  is_q = vector < q_vectors;
+  const RmsNormArgs& norm = is_q ? params.q : params.k;
+  const int64_t index = is_q ? vector : vector - q_vectors;
+  r = index / norm.heads;
+  h = index % norm.heads;
+  return norm;
+}
+
 // k_head_norms.cu: whether a call takes the register kernel (head_dim even up to 16, or 32, 64, 128 or 256,
 // and up to 63 rows; none with PLUMB_CUDA_HEAD_NORMS_LANES=0, for A/B in one build), and its launch over
 // `vectors` q and kv vectors.

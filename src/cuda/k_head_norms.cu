@@ -67,19 +67,17 @@ __device__ __forceinline__ void rotate_lane(const LaneVector<kPer>& n, float par
   }
 }
 
-// The q vectors, then the kv vectors, a half-warp each (k_norm.cu's head_norms_kernel's numbering); a kv
-// vector writes its value (and its cache slot's) from registers, then its rotated key.
+// The q vectors, then the kv vectors, a half-warp each (head_norms_vector); a kv vector writes its value (and
+// its cache slot's) from registers, then its rotated key.
 template <int kPer>
 __global__ void __launch_bounds__(kThreads)
     head_norms_lanes_kernel(const __grid_constant__ HeadNormsParams params) {
   __shared__ float inv_freq[kPer * kLanes / 2];
   const int lane = static_cast<int>(threadIdx.x) % kLanes, dim = static_cast<int>(params.q.dim);
-  const int64_t q_vectors = params.q.rows * params.q.heads;
-  const int64_t vector = static_cast<int64_t>(blockIdx.x) * kVectorsPerBlock + threadIdx.x / kLanes;
-  const bool active = vector < q_vectors + params.k.rows * params.k.heads, is_q = vector < q_vectors;
-  const RmsNormArgs& norm = is_q ? params.q : params.k;
-  const int64_t index = is_q ? vector : vector - q_vectors;
-  const int64_t r = index / norm.heads, h = index % norm.heads;
+  int64_t r, h;
+  bool active, is_q;
+  const RmsNormArgs& norm = head_norms_vector(
+      params, static_cast<int64_t>(blockIdx.x) * kVectorsPerBlock + threadIdx.x / kLanes, r, h, active, is_q);
   for (int i = static_cast<int>(threadIdx.x); i < dim / 2; i += kThreads) inv_freq[i] = params.inv_freq[i];
   LaneVector<kPer> weight;  // no launch writes the weights: read before the wait
   if (norm.weight != nullptr)

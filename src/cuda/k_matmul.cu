@@ -14,6 +14,7 @@
 #include "cuda/gelu.cuh"
 #include "cuda/k_matmul_blocks.cuh"
 #include "cuda/launchers.hpp"
+#include "cuda/matmul_plan.hpp"
 #include "cuda/wgmma.cuh"
 
 namespace plumb::cuda {
@@ -22,10 +23,6 @@ cudaError_t launch_matmul_simt(const MatmulArgs& launch, cudaStream_t stream);
 bool matmul_decode_supports(const WeightArgs& weight);
 
 namespace matmul {
-
-// k_matmul_decode.cu: up to 32 rows of affine weights, one to kMatmulGroupMembers matmuls of one x a launch.
-cudaError_t launch_matmul_decode(std::span<const DecodeMember> members, const RowsArgs* geglu,
-                                 cudaStream_t stream);
 
 // k_matmul_dequant.cu: tall calls of affine weights dequantized once into scratch for the bf16 ring.
 bool dequantize_fits(const WeightArgs& weight, int64_t rows);
@@ -241,39 +238,15 @@ struct GegluPair {
   int64_t out_stride;
 };
 
-// Both members' splits added as reduce_column adds them, each stored as bf16, then out = geglu of the two as
-// stored (k_rows.cu's value); out may be gate or up.
+// Both members' splits added as reduce_column adds them, then stored with geglu of the two (geglu_bits).
 __global__ void reduce_geglu_kernel(const __grid_constant__ GegluPair pair) {
   wait_for_previous_kernel();
   const int64_t col = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x, row = blockIdx.y;
   if (col >= pair.gate.n) return;
-  const float gate = round_bf16(split_total(pair.gate, col, row)),
-              up = round_bf16(split_total(pair.up, col, row));
-  static_cast<uint16_t*>(pair.gate.out)[row * pair.gate.out_stride + col] = bf16_bits(gate);
-  static_cast<uint16_t*>(pair.up.out)[row * pair.up.out_stride + col] = bf16_bits(up);
-  pair.out[row * pair.out_stride + col] = bf16_bits(geglu_value(gate, up));
-}
-
-struct Plan {
-  int64_t k_tiles, tiles_per_split, n_tiles, m_tiles;
-  int splits, rows_tile;
-  bool cross;
-};
-
-// Splits from the weight shape (n, k) alone; the row tile and cross-block choice only place work.
-Plan plan_for(int64_t rows, int64_t n, int64_t k) {
-  Plan plan{};
-  plan.k_tiles = (k + kTileK - 1) / kTileK;
-  plan.n_tiles = (n + kTileN - 1) / kTileN;
-  const int64_t wanted = (kTargetBlocks + plan.n_tiles - 1) / plan.n_tiles;
-  const int64_t most = std::max<int64_t>(1, plan.k_tiles / kMinTilesPerSplit);
-  const int64_t splits = std::clamp<int64_t>(wanted, 1, most);
-  plan.tiles_per_split = (plan.k_tiles + splits - 1) / splits;
-  plan.splits = static_cast<int>((plan.k_tiles + plan.tiles_per_split - 1) / plan.tiles_per_split);
-  plan.rows_tile = rows <= 16 ? 16 : rows <= 32 ? 32 : rows <= 64 ? 64 : 128;
-  plan.m_tiles = (rows + plan.rows_tile - 1) / plan.rows_tile;
-  plan.cross = plan.splits > 1 && plan.m_tiles * plan.n_tiles < kTargetBlocks;
-  return plan;
+  const GegluBits bits = geglu_bits(split_total(pair.gate, col, row), split_total(pair.up, col, row));
+  static_cast<uint16_t*>(pair.gate.out)[row * pair.gate.out_stride + col] = bits.gate;
+  static_cast<uint16_t*>(pair.up.out)[row * pair.up.out_stride + col] = bits.up;
+  pair.out[row * pair.out_stride + col] = bits.out;  // last: out may be gate or up
 }
 
 template <int kRowsTile, int kBits>
@@ -338,9 +311,22 @@ bool dequantize_first(const MatmulArgs& launch) {
 
 }  // namespace
 
-}  // namespace matmul
+// Splits from the weight shape (n, k) alone; the row tile and cross-block choice only place work.
+Plan plan_for(int64_t rows, int64_t n, int64_t k) {
+  Plan plan{};
+  plan.k_tiles = (k + kTileK - 1) / kTileK;
+  plan.n_tiles = (n + kTileN - 1) / kTileN;
+  const int64_t wanted = (kTargetBlocks + plan.n_tiles - 1) / plan.n_tiles;
+  const int64_t most = std::max<int64_t>(1, plan.k_tiles / kMinTilesPerSplit);
+  const int64_t splits = std::clamp<int64_t>(wanted, 1, most);
+  plan.tiles_per_split = (plan.k_tiles + splits - 1) / splits;
+  plan.splits = static_cast<int>((plan.k_tiles + plan.tiles_per_split - 1) / plan.tiles_per_split);
+  plan.rows_tile = rows <= 16 ? 16 : rows <= 32 ? 32 : rows <= 64 ? 64 : 128;
+  plan.m_tiles = (rows + plan.rows_tile - 1) / plan.rows_tile;
+  plan.cross = plan.splits > 1 && plan.m_tiles * plan.n_tiles < kTargetBlocks;
+  return plan;
+}
 
-namespace matmul {
 namespace {
 
 // A call's operands as the tiled kernels take them (the plan's fields are set per slab).
@@ -376,7 +362,13 @@ void apply_plan(Params& p, const Plan& plan) {
   p.cross = plan.cross;
 }
 
-// Scratch of one member of a group, rounded up so that the next member's starts 256-byte aligned.
+// The grouped tiled kernel takes bf16 weights at 17 to 32 rows (the 32-row tile, one slab). At 1 row the
+// grouped 16-row tile made bf16 decode 3.5% slower (q/k/v and gate/up grouped, measured on the H200), at 32
+// rows the 32-row one 3.6% faster.
+constexpr int kGroupRowsTile = 32;
+
+}  // namespace
+
 size_t member_scratch_bytes(const MatmulArgs& launch) {
   return (matmul_scratch_bytes(launch) + 255) / 256 * 256;
 }
@@ -385,33 +377,6 @@ bool decode_takes(const MatmulArgs& launch, bool decode) {
   return decode && launch.rows <= kDecodeRows && uses_tensor_cores(launch) &&
          matmul_decode_supports(launch.weight);
 }
-
-// The decode kernel takes the whole group where it takes every member, of one code width, and their
-// column strips' counters fit (its strips are kTileN columns, k_matmul_fragments.cuh).
-bool decode_group_fits(std::span<const MatmulArgs> members, bool decode) {
-  size_t strips = 0;
-  for (const MatmulArgs& member : members) {
-    if (!decode_takes(member, decode) || member.weight.bits != members[0].weight.bits) return false;
-    strips += blocks_for(member.weight.out, kTileN);
-  }
-  return strips <= kMatmulCounters;
-}
-
-cudaError_t launch_decode_group(std::span<const MatmulArgs> members, std::span<void* const> areas,
-                                unsigned* counters, cudaStream_t stream, const RowsArgs* geglu = nullptr) {
-  DecodeMember list[kMatmulGroupMembers];
-  for (size_t i = 0; i < members.size(); ++i) {
-    const Plan plan = plan_for(members[i].rows, members[i].weight.out, members[i].weight.in);
-    list[i] = {&members[i], plan.tiles_per_split, plan.splits, areas[i], counters};
-    counters += blocks_for(members[i].weight.out, kTileN);
-  }
-  return launch_matmul_decode(std::span(list, members.size()), geglu, stream);
-}
-
-// The grouped tiled kernel takes bf16 weights at 17 to 32 rows (the 32-row tile, one slab). At 1 row the
-// grouped 16-row tile made bf16 decode 3.5% slower (q/k/v and gate/up grouped, measured on the H200), at 32
-// rows the 32-row one 3.6% faster.
-constexpr int kGroupRowsTile = 32;
 
 bool tiled_group_fits(std::span<const MatmulArgs> members) {
   for (const MatmulArgs& member : members) {
@@ -425,9 +390,8 @@ bool tiled_group_fits(std::span<const MatmulArgs> members) {
   return true;
 }
 
-// With reduce false the members' partials are left for the caller's reduce launch.
 cudaError_t launch_tiled_group(std::span<const MatmulArgs> members, std::span<void* const> areas,
-                               cudaStream_t stream, bool reduce = true) {
+                               cudaStream_t stream, bool reduce) {
   constexpr int kRowsTile = kGroupRowsTile;
   GroupParams group{};
   group.members = static_cast<int>(members.size());
@@ -457,16 +421,13 @@ cudaError_t launch_tiled_group(std::span<const MatmulArgs> members, std::span<vo
   return cudaGetLastError();
 }
 
-// Whether gate and up can add geglu in their splits' reduce: one shape, bf16 outputs, several splits.
-bool geglu_pair_fits(std::span<const MatmulArgs> members, const RowsArgs& geglu) {
-  const MatmulArgs &gate = members[0], &up = members[1];
-  return gate.weight.out == up.weight.out && gate.weight.in == up.weight.in && !gate.out_f32 && !up.out_f32 &&
-         !geglu.out_f32 && geglu.width == gate.weight.out && geglu.rows == gate.rows &&
-         plan_for(gate.rows, gate.weight.out, gate.weight.in).splits > 1;
+bool tiled_geglu_fits(std::span<const MatmulArgs> members) {
+  return std::ranges::all_of(members, [](const MatmulArgs& m) {
+    return !m.weight.affine && m.weight.dense_kind == DenseKind::bf16 &&
+           plan_for(m.rows, m.weight.out, m.weight.in).cross;
+  });
 }
 
-// Gate and up on the tiled kernel (grouped where tiled_group_fits), their partials added by one
-// reduce_geglu_kernel launch instead of two reduce launches and geglu's.
 cudaError_t launch_tiled_geglu(std::span<const MatmulArgs> members, std::span<void* const> areas,
                                const RowsArgs& geglu, bool grouped, cudaStream_t stream) {
   GegluPair pair{{}, {}, static_cast<uint16_t*>(geglu.out), geglu.out_stride};
@@ -488,7 +449,6 @@ cudaError_t launch_tiled_geglu(std::span<const MatmulArgs> members, std::span<vo
   return cudaGetLastError();
 }
 
-}  // namespace
 }  // namespace matmul
 
 size_t matmul_scratch_bytes(const MatmulArgs& launch) {
@@ -541,60 +501,6 @@ cudaError_t launch_matmul(const MatmulArgs& launch, void* scratch, unsigned* cou
     first += p.rows;
   }
   return cudaSuccess;
-}
-
-size_t matmul_group_scratch_bytes(std::span<const MatmulArgs> members) {
-  size_t bytes = 0;
-  for (const MatmulArgs& member : members) bytes += matmul::member_scratch_bytes(member);
-  return bytes;
-}
-
-cudaError_t launch_matmul_group(std::span<const MatmulArgs> members, void* scratch, unsigned* counters,
-                                bool decode, cudaStream_t stream) {
-  using namespace matmul;
-  if (members.empty() || members.size() > kMatmulGroupMembers) return cudaErrorInvalidValue;
-  if (members[0].rows == 0) return cudaSuccess;
-  void* areas[kMatmulGroupMembers] = {};
-  char* next = static_cast<char*>(scratch);
-  for (size_t i = 0; i < members.size(); ++i) {
-    areas[i] = next;
-    next += member_scratch_bytes(members[i]);
-  }
-  const std::span<void* const> member_areas(areas, members.size());
-  static const bool grouped = env_switch_on("PLUMB_CUDA_MATMUL_GROUP");
-  if (grouped && members.size() > 1 && decode_group_fits(members, decode))
-    return launch_decode_group(members, member_areas, counters, stream);
-  if (grouped && members.size() > 1 && tiled_group_fits(members))
-    return launch_tiled_group(members, member_areas, stream);
-  for (size_t i = 0; i < members.size(); ++i)
-    if (const cudaError_t code = launch_matmul(members[i], areas[i], counters, decode, stream);
-        code != cudaSuccess)
-      return code;
-  return cudaSuccess;
-}
-
-cudaError_t launch_matmul_geglu(std::span<const MatmulArgs> members, const RowsArgs& geglu, void* scratch,
-                                unsigned* counters, bool decode, cudaStream_t stream) {
-  using namespace matmul;
-  if (members.size() != 2 || members[0].rows == 0)
-    return members.size() != 2 ? cudaErrorInvalidValue : cudaSuccess;
-  static const bool fused = env_switch_on("PLUMB_CUDA_FUSED_GEGLU");
-  static const bool grouped = env_switch_on("PLUMB_CUDA_MATMUL_GROUP");
-  void* areas[2] = {scratch, static_cast<char*>(scratch) + member_scratch_bytes(members[0])};
-  if (fused && geglu_pair_fits(members, geglu)) {
-    if (grouped && decode_group_fits(members, decode))
-      return launch_decode_group(members, std::span(areas), counters, stream, &geglu);
-    const auto tiled = [](const MatmulArgs& m) {  // bf16, split across blocks (decode rows)
-      return !m.weight.affine && m.weight.dense_kind == DenseKind::bf16 &&
-             plan_for(m.rows, m.weight.out, m.weight.in).cross;
-    };
-    if (std::ranges::all_of(members, tiled))
-      return launch_tiled_geglu(members, std::span(areas), geglu, grouped, stream);
-  }
-  if (const cudaError_t code = launch_matmul_group(members, scratch, counters, decode, stream);
-      code != cudaSuccess)
-    return code;
-  return launch_geglu(geglu, stream);
 }
 
 }  // namespace plumb::cuda

@@ -50,16 +50,28 @@ __device__ __forceinline__ int group_member(const Index (&first)[kMembers], int 
   return i;
 }
 
+// This block's member of a grouped launch, and the block's index among that member's blocks.
+template <class Index>
+struct GroupBlock {
+  int member;
+  Index local;
+};
+
+template <class Group>
+__device__ __forceinline__ auto group_block(const Group& group) {
+  using Index = std::remove_cvref_t<decltype(group.first_block[0])>;
+  const auto block = static_cast<Index>(blockIdx.x);
+  const int i = group_member(group.first_block, group.members, block);
+  return GroupBlock<Index>{i, static_cast<Index>(block - group.first_block[i])};
+}
+
 // Calls body(group.member[i], blockIdx.x - group.first_block[i], i) for the member that owns this block. A
 // body per member, so each reads its parameters at fixed offsets (operands of the instructions that use them)
 // rather than loading them through an index in its loops.
 template <class Group, class Body>
 __device__ __forceinline__ void run_group_member(const Group& group, const Body& body) {
   static_assert(std::extent_v<decltype(Group::member)> == 3, "a body per member");
-  using Index = std::remove_cvref_t<decltype(group.first_block[0])>;
-  const auto block = static_cast<Index>(blockIdx.x);
-  const int i = group_member(group.first_block, group.members, block);
-  const Index local = block - group.first_block[i];
+  const auto [i, local] = group_block(group);
   switch (i) {
     case 0:
       return body(group.member[0], local, i);

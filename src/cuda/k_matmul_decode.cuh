@@ -60,13 +60,19 @@ struct DecodeGroup {
 // k_matmul_decode_lanes.cu: a group whose members all have the decode layout (4-bit codes).
 cudaError_t run_decode_lanes(DecodeGroup& group, cudaStream_t stream);
 
+// Runs block(p, strip, split) for member i's block `local`: the member's strips for split 0, then split 1...
+template <class Block>
+__device__ __forceinline__ void run_strip_block(const DecodeGroup& group, const DecodeParams& p, int i,
+                                                int local, const Block& block) {
+  const int strips = group.strips[i];
+  block(p, local % strips, local / strips);
+}
+
 // Runs block(p, strip, split) for the member that owns this block (run_group_member: a body per member).
 template <class Block>
 __device__ __forceinline__ void run_member_block(const DecodeGroup& group, const Block& block) {
-  run_group_member(group, [&](const DecodeParams& p, int local, int i) {
-    const int strips = group.strips[i];
-    block(p, local % strips, local / strips);
-  });
+  run_group_member(
+      group, [&](const DecodeParams& p, int local, int i) { run_strip_block(group, p, i, local, block); });
 }
 
 // A weight's fields of DecodeParams: its arrays and shape, and its decode layout's where `layout` is one.
@@ -225,7 +231,7 @@ __device__ __forceinline__ void add_splits(int splits, const Load& load, float (
 }
 
 // matmul_geglu's strip: gate's and up's sums added in split order as reduce_if_last adds them (both loaded in
-// one batch), each stored as bf16, then out = geglu of the two as stored (k_rows.cu's value).
+// one batch), then stored with geglu of the two (geglu_bits, gelu.cuh).
 // Out of line: inlined, it made the decode kernels spill under their register caps.
 static __device__ __noinline__ void reduce_geglu(const DecodeParams& p, int64_t strip) {
   const int sums = static_cast<int>(p.rows) * kDecodeBlockCols;
@@ -238,10 +244,10 @@ static __device__ __noinline__ void reduce_geglu(const DecodeParams& p, int64_t 
     add_splits(
         p.splits, [&](int s, int b) { return __ldcg(partials[b] + s * split_stride + row * p.n + col); },
         total);
-    const float gate = round_bf16(total[0]), up = round_bf16(total[1]);
-    p.geglu.gate_out[row * p.geglu.gate_stride + col] = bf16_bits(gate);
-    p.geglu.up_out[row * p.geglu.up_stride + col] = bf16_bits(up);
-    p.geglu.out[row * p.geglu.out_stride + col] = bf16_bits(geglu_value(gate, up));  // out may be gate or up
+    const GegluBits bits = geglu_bits(total[0], total[1]);
+    p.geglu.gate_out[row * p.geglu.gate_stride + col] = bits.gate;
+    p.geglu.up_out[row * p.geglu.up_stride + col] = bits.up;
+    p.geglu.out[row * p.geglu.out_stride + col] = bits.out;  // last: out may be gate or up
   }
 }
 

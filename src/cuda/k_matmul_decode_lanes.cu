@@ -265,15 +265,14 @@ __device__ __forceinline__ void lanes_block(const DecodeParams& p, int64_t strip
 template <int kMTiles, int kHalves>
 __global__ void __launch_bounds__(kDecodeThreads, kLanesBlocksPerSm)
     lanes_kernel(const __grid_constant__ DecodeGroup group) {
+  const auto block = [](const DecodeParams& p, int64_t strip, int split) {
+    lanes_block<kMTiles, kHalves>(p, strip, split);
+  };
   if constexpr (kMTiles == 1) {
-    const int block = static_cast<int>(blockIdx.x);
-    const int i = group_member(group.first_block, group.members, block);
-    const int local = block - group.first_block[i], strips = group.strips[i];
-    lanes_block<kMTiles, kHalves>(group.member[i], local % strips, local / strips);
+    const auto [i, local] = group_block(group);
+    run_strip_block(group, group.member[i], i, local, block);
   } else {
-    run_member_block(group, [](const DecodeParams& p, int64_t strip, int split) {
-      lanes_block<kMTiles, kHalves>(p, strip, split);
-    });
+    run_member_block(group, block);
   }
 }
 

@@ -255,18 +255,17 @@ __global__ void norm_rope_kernel(RopeParams params) {
          norm.out + r * norm.out_stride + h * norm.dim);
 }
 
-// head_norms for any head_dim, a half-warp a vector: the q vectors, then the kv vectors, each of which writes
+// head_norms for any head_dim, a half-warp a vector (head_norms_vector's numbering): each kv vector writes
 // its value vector (rms_norm_kernel's steps) before its key's rotation (norm_rope_kernel's), so a value read
 // from the raw keys is read before they change; with caches, a kv vector also writes its bits to its cache
 // slot.
 __global__ void head_norms_kernel(HeadNormsParams params) {
   wait_for_previous_kernel();
-  const int64_t dim = params.q.dim, q_vectors = params.q.rows * params.q.heads;
-  const int64_t vector = static_cast<int64_t>(blockIdx.x) * kVectorsPerBlock + threadIdx.x / kLanes;
-  const bool active = vector < q_vectors + params.k.rows * params.k.heads, is_q = vector < q_vectors;
-  const RmsNormArgs& norm = is_q ? params.q : params.k;
-  const int64_t index = is_q ? vector : vector - q_vectors;
-  const int64_t r = index / norm.heads, h = index % norm.heads;
+  const int64_t dim = params.q.dim;
+  int64_t r, h;
+  bool active, is_q;
+  const RmsNormArgs& norm = head_norms_vector(
+      params, static_cast<int64_t>(blockIdx.x) * kVectorsPerBlock + threadIdx.x / kLanes, r, h, active, is_q);
   const RmsNormArgs& v = params.v;
   const uint16_t* v_x = v.x + r * v.x_stride + h * dim;
   const float v_inverse = inverse_rms(v_x, dim, v.eps, active && !is_q);

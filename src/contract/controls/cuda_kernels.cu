@@ -62,7 +62,7 @@ __global__ void geglu_f32_gate_kernel(const float* gate, const float* up, int64_
   const float g = gate[r * sums_stride + k], u = round_bf16(up[r * sums_stride + k]);
   gate_out[r * gate_stride + k] = bf16_bits(g);
   up_out[r * up_stride + k] = bf16_bits(u);
-  out[r * out_stride + k] = bf16_bits(round_bf16(cuda::gelu_tanh(g)) * u);
+  out[r * out_stride + k] = bf16_bits(cuda::geglu_value(g, u));  // the backend's value, of a gate unrounded
 }
 
 __global__ void scale_truncating_kernel(const uint16_t* x, int64_t x_stride, uint16_t* out,

@@ -1,0 +1,114 @@
+// Matmuls of one x as one launch (launch_matmul_group) and matmul_geglu's gate and up, whose K-split reduce
+// adds geglu (launch_matmul_geglu): which kernel takes the group, and each member's part of the scratch. The
+// kernels are k_matmul_decode.cu's and k_matmul.cu's, and each member's plan is its own, so a member's bits
+// are the ones launch_matmul gives it alone.
+#include <span>
+
+#include "cuda/k_matmul_blocks.cuh"
+#include "cuda/launchers.hpp"
+#include "cuda/matmul_plan.hpp"
+
+namespace plumb::cuda {
+namespace matmul {
+
+// k_matmul_decode.cu: up to 32 rows of affine weights, one to kMatmulGroupMembers matmuls of one x a launch.
+cudaError_t launch_matmul_decode(std::span<const DecodeMember> members, const RowsArgs* geglu,
+                                 cudaStream_t stream);
+
+cudaError_t launch_decode_group(std::span<const MatmulArgs> members, std::span<void* const> areas,
+                                unsigned* counters, cudaStream_t stream, const RowsArgs* geglu) {
+  DecodeMember list[kMatmulGroupMembers];
+  for (size_t i = 0; i < members.size(); ++i) {
+    const Plan plan = plan_for(members[i].rows, members[i].weight.out, members[i].weight.in);
+    list[i] = {&members[i], plan.tiles_per_split, plan.splits, areas[i], counters};
+    counters += blocks_for(members[i].weight.out, kTileN);
+  }
+  return launch_matmul_decode(std::span(list, members.size()), geglu, stream);
+}
+
+namespace {
+
+// PLUMB_CUDA_MATMUL_GROUP=0 launches a group's members one after another (for A/B in one build).
+bool grouped_switch_on() {
+  static const bool on = env_switch_on("PLUMB_CUDA_MATMUL_GROUP");
+  return on;
+}
+
+// The decode kernel takes the whole group where it takes every member, of one code width, and their
+// column strips' counters fit (its strips are kTileN columns, k_matmul_fragments.cuh).
+bool decode_group_fits(std::span<const MatmulArgs> members, bool decode) {
+  size_t strips = 0;
+  for (const MatmulArgs& member : members) {
+    if (!decode_takes(member, decode) || member.weight.bits != members[0].weight.bits) return false;
+    strips += blocks_for(member.weight.out, kTileN);
+  }
+  return strips <= kMatmulCounters;
+}
+
+// Whether gate and up can add geglu in their splits' reduce: one shape, bf16 outputs, several splits.
+bool geglu_pair_fits(std::span<const MatmulArgs> members, const RowsArgs& geglu) {
+  const MatmulArgs &gate = members[0], &up = members[1];
+  return gate.weight.out == up.weight.out && gate.weight.in == up.weight.in && !gate.out_f32 && !up.out_f32 &&
+         !geglu.out_f32 && geglu.width == gate.weight.out && geglu.rows == gate.rows &&
+         plan_for(gate.rows, gate.weight.out, gate.weight.in).splits > 1;
+}
+
+// Each member's part of the scratch, one after another (member_scratch_bytes keeps each aligned).
+std::span<void* const> member_areas(std::span<const MatmulArgs> members, void* scratch,
+                                    void* (&areas)[kMatmulGroupMembers]) {
+  char* next = static_cast<char*>(scratch);
+  for (size_t i = 0; i < members.size(); ++i) {
+    areas[i] = next;
+    next += member_scratch_bytes(members[i]);
+  }
+  return std::span<void* const>(areas, members.size());
+}
+
+}  // namespace
+}  // namespace matmul
+
+size_t matmul_group_scratch_bytes(std::span<const MatmulArgs> members) {
+  size_t bytes = 0;
+  for (const MatmulArgs& member : members) bytes += matmul::member_scratch_bytes(member);
+  return bytes;
+}
+
+cudaError_t launch_matmul_group(std::span<const MatmulArgs> members, void* scratch, unsigned* counters,
+                                bool decode, cudaStream_t stream) {
+  using namespace matmul;
+  if (members.empty() || members.size() > kMatmulGroupMembers) return cudaErrorInvalidValue;
+  if (members[0].rows == 0) return cudaSuccess;
+  void* areas[kMatmulGroupMembers] = {};
+  const std::span<void* const> member_area = member_areas(members, scratch, areas);
+  const bool grouped = grouped_switch_on() && members.size() > 1;
+  if (grouped && decode_group_fits(members, decode))
+    return launch_decode_group(members, member_area, counters, stream);
+  if (grouped && tiled_group_fits(members)) return launch_tiled_group(members, member_area, stream);
+  for (size_t i = 0; i < members.size(); ++i)
+    if (const cudaError_t code = launch_matmul(members[i], areas[i], counters, decode, stream);
+        code != cudaSuccess)
+      return code;
+  return cudaSuccess;
+}
+
+cudaError_t launch_matmul_geglu(std::span<const MatmulArgs> members, const RowsArgs& geglu, void* scratch,
+                                unsigned* counters, bool decode, cudaStream_t stream) {
+  using namespace matmul;
+  if (members.size() != 2 || members[0].rows == 0)
+    return members.size() != 2 ? cudaErrorInvalidValue : cudaSuccess;
+  static const bool fused = env_switch_on("PLUMB_CUDA_FUSED_GEGLU");
+  const bool grouped = grouped_switch_on();
+  void* areas[kMatmulGroupMembers] = {};
+  const std::span<void* const> member_area = member_areas(members, scratch, areas);
+  if (fused && geglu_pair_fits(members, geglu)) {
+    if (grouped && decode_group_fits(members, decode))
+      return launch_decode_group(members, member_area, counters, stream, &geglu);
+    if (tiled_geglu_fits(members)) return launch_tiled_geglu(members, member_area, geglu, grouped, stream);
+  }
+  if (const cudaError_t code = launch_matmul_group(members, scratch, counters, decode, stream);
+      code != cudaSuccess)
+    return code;
+  return launch_geglu(geglu, stream);
+}
+
+}  // namespace plumb::cuda

@@ -1,0 +1,46 @@
+#pragma once
+// The tiled matmul's plan (its K splits from the weight shape alone) and the host pieces shared by
+// k_matmul.cu (one matmul, and the tiled kernels' launches of a group) and k_matmul_group.cu (which kernel
+// takes a group of matmuls of one x, and matmul_geglu's pair).
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include <cuda_runtime.h>
+
+#include "cuda/kernel_args.hpp"
+
+namespace plumb::cuda::matmul {
+
+struct Plan {
+  int64_t k_tiles, tiles_per_split, n_tiles, m_tiles;
+  int splits, rows_tile;
+  bool cross;
+};
+
+// Splits from the weight shape (n, k) alone; the row tile and cross-block choice only place work.
+Plan plan_for(int64_t rows, int64_t n, int64_t k);
+
+// k_matmul.cu: whether the backend's decode option sends the call to the decode kernel (up to 32 rows of the
+// weights it supports).
+bool decode_takes(const MatmulArgs& launch, bool decode);
+// Scratch of one member of a group, rounded up so that the next member's starts 256-byte aligned.
+size_t member_scratch_bytes(const MatmulArgs& launch);
+// The grouped tiled kernel's members: bf16 weights at 17 to 32 rows whose blocks each run one split.
+bool tiled_group_fits(std::span<const MatmulArgs> members);
+// With reduce false the members' partials are left for the caller's reduce launch.
+cudaError_t launch_tiled_group(std::span<const MatmulArgs> members, std::span<void* const> areas,
+                               cudaStream_t stream, bool reduce = true);
+// Whether gate and up both take the tiled kernel split across blocks (bf16 at decode rows).
+bool tiled_geglu_fits(std::span<const MatmulArgs> members);
+// Gate and up on the tiled kernel (grouped where `grouped` and tiled_group_fits), their partials added by
+// one reduce_geglu_kernel launch instead of two reduce launches and geglu's.
+cudaError_t launch_tiled_geglu(std::span<const MatmulArgs> members, std::span<void* const> areas,
+                               const RowsArgs& geglu, bool grouped, cudaStream_t stream);
+
+// k_matmul_group.cu: the members on the decode kernel as one launch, each with its scratch area and its
+// column strips' counters; with `geglu`, matmul_geglu's gate and up, whose reduce adds geglu.
+cudaError_t launch_decode_group(std::span<const MatmulArgs> members, std::span<void* const> areas,
+                                unsigned* counters, cudaStream_t stream, const RowsArgs* geglu = nullptr);
+
+}  // namespace plumb::cuda::matmul
