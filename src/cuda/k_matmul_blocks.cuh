@@ -11,16 +11,6 @@ namespace plumb::cuda::matmul {
 
 constexpr int64_t kGroupTiles = 16;
 
-// One matmul of a decode launch (k_matmul_decode.cu): its K splits from the weight's plan, its partial sums'
-// scratch and its column strips' counters.
-struct DecodeMember {
-  const MatmulArgs* launch;
-  int64_t tiles_per_split;
-  int splits;
-  void* scratch;
-  unsigned* counters;
-};
-
 struct TilePlace {
   int64_t m_tile, n_tile;
 };

@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "cuda/k_matmul_decode.cuh"
+#include "cuda/matmul_plan.hpp"
 
 namespace plumb::cuda {
 
@@ -196,8 +197,9 @@ bool matmul_decode_supports(const WeightArgs& weight) {
 namespace matmul {
 namespace {
 
-DecodeParams decode_params(const DecodeMember& member) {
-  const MatmulArgs& launch = *member.launch;
+// A member's fields: its K splits from the weight's plan, its partial sums' scratch and its strips' counters.
+DecodeParams decode_params(const MatmulArgs& launch, void* scratch, unsigned* counters) {
+  const Plan plan = plan_for(launch.rows, launch.weight.out, launch.weight.in);
   DecodeParams p = weight_params(launch.weight, launch.weight.decode_layout);
   p.x = launch.x;
   p.x_stride = launch.x_stride;
@@ -205,10 +207,10 @@ DecodeParams decode_params(const DecodeMember& member) {
   p.out = launch.out;
   p.out_f32 = launch.out_f32;
   p.out_stride = launch.out_stride;
-  p.partial = static_cast<float*>(member.scratch);
-  p.counters = member.counters;
-  p.tiles_per_split = member.tiles_per_split;
-  p.splits = member.splits;
+  p.partial = static_cast<float*>(scratch);
+  p.counters = counters;
+  p.tiles_per_split = plan.tiles_per_split;
+  p.splits = plan.splits;
   p.x_vector = aligned(launch.x, 16) && launch.x_stride % 8 == 0 && p.k % 8 == 0;
   return p;
 }
@@ -246,14 +248,15 @@ cudaError_t pair_for_geglu(DecodeGroup& group, const RowsArgs& geglu) {
 
 // Every member supported (matmul_decode_supports), of one width of codes and one row count; with `geglu`,
 // matmul_geglu's gate and up (pair_for_geglu).
-cudaError_t launch_matmul_decode(std::span<const DecodeMember> members, const RowsArgs* geglu,
-                                 cudaStream_t stream) {
+cudaError_t launch_decode_group(std::span<const MatmulArgs> members, std::span<void* const> areas,
+                                unsigned* counters, cudaStream_t stream, const RowsArgs* geglu) {
   if (members.empty() || members.size() > kMatmulGroupMembers) return cudaErrorInvalidValue;
   DecodeGroup group{};
   group.members = static_cast<int>(members.size());
   for (int i = 0; i < group.members; ++i) {
-    const DecodeParams& p = group.member[i] = decode_params(members[i]);
+    const DecodeParams& p = group.member[i] = decode_params(members[i], areas[i], counters);
     const unsigned strips = blocks_for(p.n, kDecodeBlockCols);
+    counters += strips;
     if (p.splits > 1 && strips > kMatmulCounters) return cudaErrorInvalidValue;
     group.strips[i] = static_cast<int>(strips);
     group.first_block[i + 1] = group.first_block[i] + group.strips[i] * p.splits;
@@ -261,7 +264,7 @@ cudaError_t launch_matmul_decode(std::span<const DecodeMember> members, const Ro
   if (geglu != nullptr)
     if (const cudaError_t code = pair_for_geglu(group, *geglu); code != cudaSuccess) return code;
   if (lanes_take(group)) return run_decode_lanes(group, stream);
-  const MatmulArgs& first = *members[0].launch;
+  const MatmulArgs& first = members[0];
   return first.rows <= 16 ? run_decode_bits<1>(group, first.weight.bits, stream)
                           : run_decode_bits<2>(group, first.weight.bits, stream);
 }

@@ -4,27 +4,12 @@
 // are the ones launch_matmul gives it alone.
 #include <span>
 
-#include "cuda/k_matmul_blocks.cuh"
+#include "cuda/k_matmul_tiles.cuh"
 #include "cuda/launchers.hpp"
 #include "cuda/matmul_plan.hpp"
 
 namespace plumb::cuda {
 namespace matmul {
-
-// k_matmul_decode.cu: up to 32 rows of affine weights, one to kMatmulGroupMembers matmuls of one x a launch.
-cudaError_t launch_matmul_decode(std::span<const DecodeMember> members, const RowsArgs* geglu,
-                                 cudaStream_t stream);
-
-cudaError_t launch_decode_group(std::span<const MatmulArgs> members, std::span<void* const> areas,
-                                unsigned* counters, cudaStream_t stream, const RowsArgs* geglu) {
-  DecodeMember list[kMatmulGroupMembers];
-  for (size_t i = 0; i < members.size(); ++i) {
-    const Plan plan = plan_for(members[i].rows, members[i].weight.out, members[i].weight.in);
-    list[i] = {&members[i], plan.tiles_per_split, plan.splits, areas[i], counters};
-    counters += blocks_for(members[i].weight.out, kTileN);
-  }
-  return launch_matmul_decode(std::span(list, members.size()), geglu, stream);
-}
 
 namespace {
 

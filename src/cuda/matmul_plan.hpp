@@ -38,8 +38,9 @@ bool tiled_geglu_fits(std::span<const MatmulArgs> members);
 cudaError_t launch_tiled_geglu(std::span<const MatmulArgs> members, std::span<void* const> areas,
                                const RowsArgs& geglu, bool grouped, cudaStream_t stream);
 
-// k_matmul_group.cu: the members on the decode kernel as one launch, each with its scratch area and its
-// column strips' counters; with `geglu`, matmul_geglu's gate and up, whose reduce adds geglu.
+// k_matmul_decode.cu: the members (up to 32 rows of affine weights it supports, one code width) on the decode
+// kernel as one launch, each with its scratch area and its column strips' counters; with `geglu`,
+// matmul_geglu's gate and up, whose reduce adds geglu.
 cudaError_t launch_decode_group(std::span<const MatmulArgs> members, std::span<void* const> areas,
                                 unsigned* counters, cudaStream_t stream, const RowsArgs* geglu = nullptr);
 
