@@ -239,9 +239,9 @@ TEST(CudaMatmul, DecodeKernelGivesTheTiledKernelsBits) {
       const Values w = ops::testing::random_bf16(71, c.out * c.in, -spread, spread);
       const Values x = ops::testing::random_bf16(72, 32 * c.in, -2, 2);
       const std::vector<float> floats(w.begin(), w.end());
+      const ops::AffineTensor q = ops::affine_quantize(floats, c.out, c.in, c.bits, c.group);  // once a case
       const auto weight_on = [&](ops::Backend& backend) {
-        return testing::affine_weight(backend, ops::affine_quantize(floats, c.out, c.in, c.bits, c.group),
-                                      c.out, c.in, c.bits, c.group);
+        return testing::affine_weight(backend, q, c.out, c.in, c.bits, c.group);
       };
       const testing::DeviceWeight tiled = weight_on(*tiled_gpu());
       for (const DecodeBackend decode : decode_backends()) {

@@ -32,10 +32,9 @@ std::vector<uint8_t> download(ops::Backend& backend, const DeviceTensor& tensor)
 }
 
 // Runs the group once and each member alone, and compares every member's bytes.
-void expect_members_equal(const std::string& label, const std::vector<MemberCase>& cases, int64_t rows) {
-  ops::Backend& backend = *decode_gpu();
-  std::vector<testing::DeviceWeight> weights;
-  for (size_t i = 0; i < cases.size(); ++i) weights.push_back(make_member(backend, cases[i], 80 + i));
+void expect_members_equal(ops::Backend& backend, const std::string& label,
+                          const std::vector<MemberCase>& cases,
+                          const std::vector<testing::DeviceWeight>& weights, int64_t rows) {
   const int64_t in = cases.front().in;
   const Values x = ops::testing::random_bf16(90, rows * in, -2, 2);
   DeviceTensor tx = ops::testing::device_bf16(backend, x, {rows, in});
@@ -67,18 +66,23 @@ TEST(CudaMatmulGroup, EachMemberEqualsItsOwnMatmul) {
       {"8-bit g128 and 4-bit g64", {{4096, 3840, 8, 128}, {2048, 3840, 4, 64}}},
       {"bf16 and 4-bit g64", {{4096, 3840, 0, 0}, {2048, 3840, 4, 64}}},
   };
-  for (const auto& [label, cases] : groups)
+  ops::Backend& backend = *decode_gpu();
+  for (const auto& [label, cases] : groups) {
+    // Made once for every row count: quantizing the weights on the host took most of the test's time.
+    std::vector<testing::DeviceWeight> weights;
+    for (size_t i = 0; i < cases.size(); ++i) weights.push_back(make_member(backend, cases[i], 80 + i));
     for (int64_t rows : {1, 7, 16, 17, 32, 33}) {
-      expect_members_equal(label, cases, rows);
+      expect_members_equal(backend, label, cases, weights, rows);
       if (::testing::Test::HasFailure()) return;
     }
+  }
 }
 
 // matmul_geglu against its steps (matmul_group, then geglu) on the same backend: gate, up and out bit for
 // bit, with out disjoint and with out = gate (the forward's call).
 void expect_geglu_equals_steps(ops::Backend& backend, const std::string& label, const MemberCase& c,
+                               const testing::DeviceWeight& gate_w, const testing::DeviceWeight& up_w,
                                int64_t rows) {
-  const testing::DeviceWeight gate_w = make_member(backend, c, 70), up_w = make_member(backend, c, 71);
   const Values x = ops::testing::random_bf16(72 + rows, rows * c.in, -2, 2);
   DeviceTensor tx = ops::testing::device_bf16(backend, x, {rows, c.in});
   const auto zeros = [&] { return ops::testing::device_zeros(backend, DType::bf16, {rows, c.out}); };
@@ -115,8 +119,9 @@ TEST(CudaMatmulGeglu, EqualsItsStepsBitForBit) {
   };
   for (const auto& [label, backend, c] : cases) {
     ASSERT_NE(backend, nullptr);
+    const testing::DeviceWeight gate_w = make_member(*backend, c, 70), up_w = make_member(*backend, c, 71);
     for (int64_t rows : {1, 7, 16, 17, 32, 33}) {
-      expect_geglu_equals_steps(*backend, label, c, rows);
+      expect_geglu_equals_steps(*backend, label, c, gate_w, up_w, rows);
       if (::testing::Test::HasFailure()) return;
     }
   }
