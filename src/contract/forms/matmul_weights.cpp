@@ -82,7 +82,7 @@ std::vector<float> weight_values(const WeightSpec& spec, std::span<const HostDat
     return values;
   }
   const int64_t words = spec.in * spec.bits / 32, groups = spec.in / spec.group;
-  for (int64_t o = 0; o < spec.out; ++o)
+  parallel_indices(spec.out, [&](int64_t o) {  // rows apart: each value is written once
     for (int64_t j = 0; j < spec.in; ++j) {
       const int64_t g = o * groups + j / spec.group;
       const uint32_t code = read_code(tensors[0].as<uint32_t>() + o * words, j, spec.bits);
@@ -90,6 +90,7 @@ std::vector<float> weight_values(const WeightSpec& spec, std::span<const HostDat
       const Span dequantized = bf16(f32_add(product, exact_at(tensors[2], g)));
       values[static_cast<size_t>(o * spec.in + j)] = static_cast<float>(dequantized.lo);
     }
+  });
   return values;
 }
 
@@ -113,14 +114,14 @@ std::vector<Span> matmul_spans(const WeightSpec& spec, const HostData& x, std::s
                                DType out_dtype) {
   const std::vector<float> w = weight_values(spec, tensors);
   const int64_t rows = x.shape[0];
+  std::vector<float> xs(static_cast<size_t>(rows * spec.in));  // read once, not once an output
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = f32_at(x, static_cast<int64_t>(i));
   std::vector<Span> out(static_cast<size_t>(rows * spec.out));
   parallel_indices(rows * spec.out, [&](int64_t item) {
     const int64_t r = item / spec.out, o = item % spec.out;
-    thread_local std::vector<float> row;
-    row.resize(static_cast<size_t>(spec.in));
-    for (int64_t k = 0; k < spec.in; ++k) row[static_cast<size_t>(k)] = f32_at(x, r * spec.in + k);
-    const Span sum =
-        f32_dot(row, std::span(w).subspan(static_cast<size_t>(o * spec.in), static_cast<size_t>(spec.in)));
+    const auto in = static_cast<size_t>(spec.in);
+    const Span sum = f32_dot(std::span(xs).subspan(static_cast<size_t>(r) * in, in),
+                             std::span(w).subspan(static_cast<size_t>(o) * in, in));
     out[static_cast<size_t>(item)] = out_dtype == DType::bf16 ? bf16(sum) : sum;
   });
   return out;
