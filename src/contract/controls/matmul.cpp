@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "contract/controls/common.hpp"
+#include "contract/parallel.hpp"
 #include "contract/registry.hpp"
 #include "ops/affine.hpp"
 
@@ -40,8 +41,8 @@ class MatmulFaulty final : public ForwardingBackend {
  public:
   using ForwardingBackend::ForwardingBackend;
   void matmul(const ops::MatmulLaunch& launch) override {
-    std::vector<float> row;
-    for (int64_t o = 0; o < launch.weight.out; ++o) {
+    parallel_indices(launch.weight.out, [&](int64_t o) {  // each output column by one thread, in full
+      thread_local std::vector<float> row;
       weight_row(launch.weight, o, fault != MatmulFault::affine_unrounded, row);
       for (int64_t r = 0; r < launch.rows; ++r) {
         const float sum = dot(launch.x + r * launch.x_stride, row, launch.rows);
@@ -51,7 +52,7 @@ class MatmulFaulty final : public ForwardingBackend {
         else
           static_cast<uint16_t*>(launch.out)[r * launch.out_stride + o] = f32_to_bf16(sum);
       }
-    }
+    });
   }
 
  private:
