@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "contract/controls/common.hpp"
+#include "contract/parallel.hpp"
 #include "contract/registry.hpp"
 #include "ops/sampling.hpp"
 
@@ -17,8 +18,9 @@ class SampleFault final : public ForwardingBackend {
  public:
   using ForwardingBackend::ForwardingBackend;
   void sample(const ops::SampleLaunch& launch) override {
-    std::vector<float> row(static_cast<size_t>(launch.width));
-    for (int64_t r = 0; r < launch.rows; ++r) {
+    parallel_indices(launch.rows, [&](int64_t r) {  // each row's draw by one thread
+      thread_local std::vector<float> row;
+      row.resize(static_cast<size_t>(launch.width));
       // Reversed, equal logits rank by id descending; the id is mapped back after the draw.
       const bool reverse = fault == DrawFault::ties_to_highest_id;
       ops::read_logits_row(launch.x, launch.x_dtype, launch.x_stride, r, row);
@@ -28,7 +30,7 @@ class SampleFault final : public ForwardingBackend {
       if (fault == DrawFault::ignores_top_k) params.top_k = 0;
       const int32_t id = ops::draw_keyed(row, params);
       launch.out[r] = reverse && id >= 0 ? static_cast<int32_t>(launch.width - 1 - id) : id;
-    }
+    });
   }
 };
 

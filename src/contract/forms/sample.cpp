@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "contract/forms/common.hpp"
+#include "contract/parallel.hpp"
 #include "contract/registry.hpp"
 #include "core/half.hpp"
 #include "ops/ops.hpp"
@@ -70,15 +71,16 @@ class SampleForm final : public Form {
   }
 
   std::vector<std::vector<Span>> expected(const Call& call) const override {
-    std::vector<Span> out;
-    std::vector<float> row(static_cast<size_t>(width_));
-    for (int64_t r = 0; r < call.rows; ++r) {
+    std::vector<Span> out(static_cast<size_t>(call.rows));
+    parallel_indices(call.rows, [&](int64_t r) {  // each row's draw by one thread
+      thread_local std::vector<float> row;
+      row.resize(static_cast<size_t>(width_));
       for (int64_t k = 0; k < width_; ++k)
         row[static_cast<size_t>(k)] = static_cast<float>(call.inputs[0].value(r * width_ + k));
       ops::SampleParams params;
       std::memcpy(&params, call.inputs[1].bytes.data() + r * sizeof(params), sizeof(params));
-      out.push_back(Span::exact(static_cast<double>(ops::draw_keyed(row, params))));
-    }
+      out[static_cast<size_t>(r)] = Span::exact(static_cast<double>(ops::draw_keyed(row, params)));
+    });
     return {out};
   }
 
