@@ -8,7 +8,9 @@
 # also with the tiled matmul alone and with CUDA graphs off), the server under 32 streaming clients
 # (tools/bench/serve_load.py) and transformers on the same bf16 weights. STEPS picks steps:
 # OUT=dir STEPS="build ctest contract exactness tiled ungrouped ring opsbench bench4 bench4t bench4e serve bench16
-#   bench16t bench16e hf" this-script
+#   bench16t bench16e hf ab4 ab16" this-script
+# (ab4 and ab16: tools/bench/ab_bench.py on the 4-bit or bf16 checkpoint, AB_VARIANTS="name:SWITCH=V,... name2"
+# alternated over AB_ROUNDS rounds, default 3, with BENCH_ARGS; not in the default steps)
 # (PLUMB=path/to/plumb uses a plumb built elsewhere; BENCH_ARGS and HF_ARGS pass options to the benches;
 # PACK=file.tgz packs the logs into one file after every step, for a machine that returns few files.)
 # Needs .debs/ from tools/device/fetch-debs.sh (run where apt works). Writes OUT/steps.txt and one log a step.
@@ -62,7 +64,14 @@ bench() {
   PLUMB_CUDA_DECODE_MATMUL=$decode PLUMB_CUDA_GRAPHS=$graphs step "$name" 300 "$plumb" bench "$model" \
     --backend cuda ${BENCH_ARGS:-} --json "$out/$name.json"
 }
-if wanted bench4 || wanted bench4t || wanted bench4e || wanted serve; then
+# ab NAME: the A/B of AB_VARIANTS on $model (tools/bench/ab_bench.py), its runs under $out/NAME.
+ab() {
+  local variants=()
+  for v in ${AB_VARIANTS:?ab4 and ab16 need AB_VARIANTS}; do variants+=(--variant "$v"); done
+  step "$1" 590 python3 tools/bench/ab_bench.py --plumb "$plumb" --model "$model" --out "$out/$1" \
+    --rounds "${AB_ROUNDS:-3}" --json "$out/$1.json" "${variants[@]}" -- ${BENCH_ARGS:-}
+}
+if wanted bench4 || wanted bench4t || wanted bench4e || wanted serve || wanted ab4; then
   model=$models/12b-4bit
   step make-4bit 120 "$plumb" make-tiny gemma4 "$model" --geometry 12b --bits 4 --group 64 && {
     wanted bench4 && BENCH_ARGS="${BENCH_ARGS:-} --engine-streams 1,8,32" bench bench-4bit 1
@@ -71,16 +80,18 @@ if wanted bench4 || wanted bench4t || wanted bench4e || wanted serve; then
     wanted serve && step serve 200 python3 tools/bench/serve_load.py --plumb "$plumb" --model "$model" \
       --backend cuda --cover-vocab --context 4096 --clients 32 --requests 2 --max-tokens 128 --warmup 32 \
       --check-solo --solo-sample 4 --json "$out/serve-load.json"
+    wanted ab4 && ab ab-4bit
   }
   rm -rf "$model"
 fi
-if wanted bench16 || wanted bench16t || wanted bench16e || wanted hf; then
+if wanted bench16 || wanted bench16t || wanted bench16e || wanted hf || wanted ab16; then
   model=$models/12b-bf16
   step make-bf16 180 "$plumb" make-tiny gemma4 "$model" --geometry 12b && {
     wanted bench16 && bench bench-bf16 1
     wanted bench16t && bench bench-bf16-tiled 0
     wanted bench16e && bench bench-bf16-eager 1 0
     wanted hf && step hf 300 python3 tools/reference/hf_bench.py "$model" ${HF_ARGS:-} --json "$out/hf.json"
+    wanted ab16 && ab ab-bf16
   }
   rm -rf "$model"
 fi
