@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """tools/bench/ab_bench.py with a made-up plumb that writes plumb bench's JSON from its environment: the rounds
 alternate the variants, the medians, fractions and ratios come out of the runs, a variant whose switch moves a
-token fails the check by name, and --from summarizes a folder without running anything.
+token fails the check by name, as does a run past its time, a bound the run could not measure prints as -, and
+--from summarizes a folder without running anything.
 
     test_ab_bench.py PATH/TO/ab_bench.py
 """
@@ -16,6 +17,9 @@ import json, os, sys
 args = sys.argv[1:]
 with open(os.environ["FAKE_ORDER"], "a") as order:
     order.write(os.environ.get("FAKE_SPEED", "100") + "\n")
+if os.environ.get("FAKE_HANG"):
+    import time
+    time.sleep(30)
 speed = float(os.environ.get("FAKE_SPEED", "100"))
 count = int(open(os.environ["FAKE_ORDER"]).read().count("\n"))
 speed += count % 2 * 0.5  # a little drift between runs
@@ -23,7 +27,8 @@ sha = os.environ.get("FAKE_SHA", "aaa")
 report = {"backend": "fake", "bounds": {}, "failed_checks": [], "model": {}, "peak_device_bytes": 0,
           "decode": [{"streams": 1, "tokens_per_second": speed, "bound_tokens_per_second": 4 * speed,
                       "stream0_token_sha": sha, "step_seconds": []}],
-          "prompt": [{"tokens": 2048, "tokens_per_second": 10 * speed, "bound_tokens_per_second": 50 * speed,
+          "prompt": [{"tokens": 2048, "tokens_per_second": 10 * speed,
+                      "bound_tokens_per_second": None if os.environ.get("FAKE_NO_GEMM") else 50 * speed,
                       "first_token": 7, "seconds": []}]}
 with open(args[args.index("--json") + 1], "w") as file:
     json.dump(report, file)
@@ -72,6 +77,13 @@ def main():
         check("run 'broken round 1' line 'decode 1 stream' drew other tokens; expected aaa ('base' round 1), "
               "got bbb" in result.stdout, "the failure names the run, the line and both tokens", result)
 
+        result = run(tool, "--plumb", plumb, "--model", "m", "--out", os.path.join(folder, "nobound"), "--rounds",
+                     "1", "--variant", "a:FAKE_NO_GEMM=1", "--variant", "b:FAKE_HANG=1", "--timeout", "2", env=env)
+        check(result.returncode == 1 and "run 'b round 1' exited timeout after 2 s; expected 0" in result.stdout,
+              "a run past its time is named", result)
+        check("prompt 2048 tokens a" in " ".join(result.stdout.split()) and " - " in result.stdout,
+              "a bound the run could not measure prints as -", result)
+
         before = open(order).read()
         result = run(tool, "--from", out, "--variant", "slow", "--variant", "fast", env=env)
         check(result.returncode == 0 and open(order).read() == before, "--from runs nothing", result)
@@ -79,7 +91,7 @@ def main():
         result = run(tool, "--from", out, "--variant", "slow", "--variant", "absent", env=env)
         check(result.returncode == 1 and "variant 'absent' has no runs" in result.stdout,
               "a variant without runs is named", result)
-    print("ab_bench: 11 checks passed")
+    print("ab_bench: 13 checks passed")
 
 
 if __name__ == "__main__":

@@ -47,22 +47,31 @@ def run_benches(args, variants):
             command = [args.plumb, "bench", args.model, "--backend", args.backend, *args.bench_args, "--json",
                        run_path(args.out, name, r, "json")]
             with open(run_path(args.out, name, r, "log"), "w") as log:
-                code = subprocess.run(command, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT,
-                                      timeout=args.timeout).returncode
+                try:
+                    code = subprocess.run(command, env={**os.environ, **env}, stdout=log,
+                                          stderr=subprocess.STDOUT, timeout=args.timeout).returncode
+                except subprocess.TimeoutExpired:
+                    code = f"timeout after {args.timeout:g} s"
             print(f"ran {name} round {r}: exit {code}", flush=True)
             with open(run_path(args.out, name, r, "rc"), "w") as file:
                 file.write(f"{code}\n")
 
 
-# One bench run's lines: key -> (tokens/s, fraction of its bound, the tokens that must agree).
+def fraction(speed, bound):
+    return speed / bound if bound else None  # a bound the run could not measure (no cuBLAS: no GEMM rate)
+
+
+# One bench run's lines: key -> (tokens/s, fraction of its bound or None, the tokens that must agree).
 def run_lines(report):
     lines = {}
     for d in report.get("decode", []):
-        lines[("decode", d["streams"])] = (d["tokens_per_second"], d["tokens_per_second"] /
-                                           d["bound_tokens_per_second"], d["stream0_token_sha"])
+        speed = d["tokens_per_second"]
+        lines[("decode", d["streams"])] = (speed, fraction(speed, d.get("bound_tokens_per_second")),
+                                           d["stream0_token_sha"])
     for p in report.get("prompt", []):
-        lines[("prompt", p["tokens"])] = (p["tokens_per_second"], p["tokens_per_second"] /
-                                          p["bound_tokens_per_second"], p["first_token"])
+        speed = p["tokens_per_second"]
+        lines[("prompt", p["tokens"])] = (speed, fraction(speed, p.get("bound_tokens_per_second")),
+                                          p["first_token"])
     return lines
 
 
@@ -126,10 +135,11 @@ def table(runs, variants):
             if not speeds:
                 continue
             median = statistics.median(speeds)
-            fraction = statistics.median(lines[key][1] for lines in runs[name] if key in lines)
+            fractions = [lines[key][1] for lines in runs[name] if key in lines and lines[key][1] is not None]
             base = median if base is None else base
             rows.append({"line": label(key), "variant": name, "runs": speeds, "median": median,
-                         "fraction_of_bound": fraction, "ratio": median / base})
+                         "fraction_of_bound": statistics.median(fractions) if fractions else None,
+                         "ratio": median / base})
     return rows
 
 
@@ -137,8 +147,10 @@ def print_table(rows):
     print(f"{'line':<18} {'variant':<12} {'runs (tokens/s)':<30} {'median':>10} {'of bound':>9} {'ratio':>7}")
     for row in rows:
         speeds = " ".join(f"{s:.1f}" for s in row["runs"])
-        print(f"{row['line']:<18} {row['variant']:<12} {speeds:<30} {row['median']:>10.1f} "
-              f"{100 * row['fraction_of_bound']:>8.1f}% {row['ratio']:>7.3f}")
+        share = row["fraction_of_bound"]
+        share_text = f"{100 * share:>8.1f}%" if share is not None else f"{'-':>9}"
+        print(f"{row['line']:<18} {row['variant']:<12} {speeds:<30} {row['median']:>10.1f} {share_text} "
+              f"{row['ratio']:>7.3f}")
 
 
 def main():
