@@ -79,8 +79,8 @@ cudaError_t launch_matmul_group(std::span<const MatmulArgs> members, void* scrat
 cudaError_t launch_matmul_geglu(std::span<const MatmulArgs> members, const RowsArgs& geglu, void* scratch,
                                 unsigned* counters, bool decode, cudaStream_t stream) {
   using namespace matmul;
-  if (members.size() != 2 || members[0].rows == 0)
-    return members.size() != 2 ? cudaErrorInvalidValue : cudaSuccess;
+  if (members.size() != 2) return cudaErrorInvalidValue;
+  if (members[0].rows == 0) return cudaSuccess;
   static const bool fused = env_switch_on("PLUMB_CUDA_FUSED_GEGLU");
   const bool grouped = grouped_switch_on();
   void* areas[kMatmulGroupMembers] = {};
