@@ -146,14 +146,21 @@ __device__ __forceinline__ void copy_scores(const Params& params, int64_t head0,
   }
 }
 
+// The slot of absolute position `position` in a cache of `capacity` rows, position % capacity: none where
+// position < capacity, else in 32 bits (positions are int32, so then both are below 2^31 + kPart).
+__device__ __forceinline__ int64_t ring_slot(int64_t position, int64_t capacity) {
+  if (position < capacity) return position;
+  return static_cast<uint32_t>(position) % static_cast<uint32_t>(capacity);
+}
+
 // Key jj's row of the partition in `cache` (the row's keys or values): its slot (base + jj) % capacity, with
 // one division for the partition instead of one a key.
 __device__ __forceinline__ auto partition_rows(const Params& params, const RowKeys& row,
                                                const uint16_t* cache, int kv_head, const Window& w) {
-  const int64_t capacity = row.segment.capacity, first_slot = w.base % capacity;
+  const int64_t capacity = row.segment.capacity, first_slot = ring_slot(w.base, capacity);
   return [=, &params](int jj) {
     int64_t slot = first_slot + jj;  // below 2 * capacity when the cache holds a partition
-    slot = capacity < kPart ? (w.base + jj) % capacity : slot < capacity ? slot : slot - capacity;
+    slot = capacity < kPart ? ring_slot(w.base + jj, capacity) : slot < capacity ? slot : slot - capacity;
     return cache + (slot * params.kv_heads + kv_head) * static_cast<int64_t>(params.head_dim);
   };
 }

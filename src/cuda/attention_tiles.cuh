@@ -51,8 +51,8 @@ __device__ inline bool find_tile(const Params& params, int64_t index, SegmentEnt
 }
 
 // Fills `tile` (shared): thread 0 finds the tile, a thread per row reads its row's keys (the rows' position
-// loads in flight together rather than one after another), then thread 0 joins their spans; false for a block
-// past the chunk's tiles (the same for every thread).
+// loads in flight together rather than one after another), then the first warp joins their spans; false for
+// a block past the chunk's tiles (the same for every thread).
 __device__ inline bool load_tile(const Params& params, TileRows& tile) {
   if (threadIdx.x == 0) {
     tile.rows = 0;
@@ -66,52 +66,88 @@ __device__ inline bool load_tile(const Params& params, TileRows& tile) {
     tile.position[threadIdx.x] = row.position;
   }
   __syncthreads();
-  if (threadIdx.x == 0) {
-    tile.key_lo = INT64_MAX;
-    tile.key_hi = -1;
-    for (int t = 0; t < tile.rows; ++t) {
-      tile.key_lo = min(tile.key_lo, tile.first[t]);
-      tile.key_hi = max(tile.key_hi, tile.position[t]);
+  if (threadIdx.x < 32) {  // min and max are the same in any order
+    int64_t key_lo = INT64_MAX, key_hi = -1;
+    for (int t = static_cast<int>(threadIdx.x); t < tile.rows; t += 32) {
+      key_lo = min(key_lo, tile.first[t]);
+      key_hi = max(key_hi, tile.position[t]);
     }
-    tile.part_lo = tile.key_lo / kPart;
-    tile.part_hi = tile.key_hi / kPart;
+    for (int offset = 16; offset > 0; offset /= 2) {
+      key_lo = min(key_lo, __shfl_xor_sync(kFullMask, key_lo, offset));
+      key_hi = max(key_hi, __shfl_xor_sync(kFullMask, key_hi, offset));
+    }
+    if (threadIdx.x == 0) {
+      tile.key_lo = key_lo;
+      tile.key_hi = key_hi;
+      tile.part_lo = key_lo / kPart;
+      tile.part_hi = key_hi / kPart;
+    }
   }
   __syncthreads();
   return true;
 }
 
-// A query vector of the block: row t of the tile, head h of the chunk; slot = t * heads + h.
-struct Slot {
-  bool valid;  // a row and head of the block whose keys meet partition part
-  int t, h;
-  int64_t row_head, jrel;
-  int lo, hi;  // visible keys lo..hi of the partition (relative to its base)
+// A slot's scratch row (row_head x span: its first partition's stats), the partitions its row sees relative
+// to the tile's first (lo..hi; empty for a slot past the tile or the chunk's heads) and the row's first
+// visible key and position. Made once a block (fill_slots), so that a walk's per-partition tests take two
+// comparisons instead of divisions by the tile's heads.
+struct SlotEntry {
+  int64_t part_row;
+  int lo, hi;
+  int first, position;  // positions are int32
 };
 
-__device__ inline Slot slot_at(const Params& params, const TileRows& tile, const HeadChunk& chunk, int slot,
-                               int64_t part) {
+__device__ inline void fill_slots(const Params& params, const TileRows& tile, const HeadChunk& chunk,
+                                  SlotEntry* slots) {
+  for (int slot = static_cast<int>(threadIdx.x); slot < kSlots; slot += kThreads) {
+    const int t = slot / params.tile_heads, h = slot % params.tile_heads;
+    SlotEntry e{0, 1, 0, 0, 0};
+    if (t < tile.rows && h < chunk.count) {
+      e.part_row = ((tile.first_row + t) * params.heads + chunk.first + h) * params.span;
+      e.lo = static_cast<int>(tile.first[t] / kPart - tile.part_lo);
+      e.hi = static_cast<int>(tile.position[t] / kPart - tile.part_lo);
+      e.first = static_cast<int>(tile.first[t]);
+      e.position = static_cast<int>(tile.position[t]);
+    }
+    slots[slot] = e;
+  }
+  __syncthreads();
+}
+
+// A query vector of the block (row t of the tile, head h of the chunk; slot = t * heads + h) at partition
+// part_lo + rel: whether its row sees it, its index among the row's partitions, and the visible keys lo..hi
+// of the partition (relative to its base).
+struct Slot {
+  bool valid;
+  int64_t part_row;
+  int jrel, lo, hi;
+};
+
+__device__ __forceinline__ Slot slot_at(const SlotEntry& e, int64_t part, int rel) {
   Slot s{};
-  s.t = slot / params.tile_heads;
-  s.h = slot % params.tile_heads;
-  if (s.t >= tile.rows || s.h >= chunk.count) return s;
-  const int64_t base = part * kPart, first = tile.first[s.t], position = tile.position[s.t];
-  if (part < first / kPart || part > position / kPart) return s;
+  if (rel < e.lo || rel > e.hi) return s;
+  const int base = static_cast<int>(part) * kPart;
   s.valid = true;
-  s.row_head = (tile.first_row + s.t) * params.heads + chunk.first + s.h;
-  s.jrel = part - first / kPart;
-  s.lo = static_cast<int>(max(base, first) - base);
-  s.hi = static_cast<int>(min(base + kPart - 1, position) - base);
+  s.part_row = e.part_row;
+  s.jrel = rel - e.lo;
+  s.lo = max(base, e.first) - base;
+  s.hi = min(base + kPart - 1, e.position) - base;
   return s;
 }
 
 // Cache row of absolute position `position` for partition `base` (= part * kPart), whose first slot is
-// base_slot = base % capacity: one division a partition instead of one a row.
+// base_slot = ring_slot(base, capacity): no division a row where the cache holds a partition.
 __device__ __forceinline__ const uint16_t* cache_row_at(const Params& params, const SegmentEntry& segment,
                                                         const uint16_t* cache, int kv_head, int64_t base_slot,
                                                         int64_t position, int jj) {
   const int64_t capacity = segment.capacity;
-  int64_t slot = base_slot + jj;  // below 2 * capacity when the cache holds a partition
-  slot = capacity < kPart ? position % capacity : slot < capacity ? slot : slot - capacity;
+  int64_t slot;
+  if (capacity < kPart) {
+    slot = ring_slot(position, capacity);
+  } else {
+    slot = base_slot + jj;  // below 2 * capacity
+    if (slot >= capacity) slot -= capacity;
+  }
   return cache + (slot * params.kv_heads + kv_head) * static_cast<int64_t>(params.head_dim);
 }
 
@@ -144,7 +180,7 @@ __device__ __forceinline__ void copy_cache_rows(const Params& params, const Tile
                                                 uint16_t* staged) {
   const int piece = copy_piece();
   if (piece >= pieces) return;
-  const int64_t base = part * kPart, base_slot = base % tile.segment.capacity;
+  const int64_t base = part * kPart, base_slot = ring_slot(base, tile.segment.capacity);
   const int c = column0 + piece * 8;
 #pragma unroll
   for (int n = 0; n < kCopiesPerThread; ++n) {

@@ -107,16 +107,16 @@ __device__ __forceinline__ unsigned quad_mask(int lane) {
 // makes them: the max of the lane's entries in key order, then joined across the quad with the earlier key
 // winning ties (the loop's result: the first entry of the largest value); the sum in key order, each lane of
 // the quad adding all four lanes' terms (shuffled) as the loop does. A warp's call, no block barrier.
-__device__ void finish_partition(const Params& params, const TileRows& tile, const HeadChunk& chunk,
-                                 int64_t part, const float (&acc)[2 * kPart / 16][4]) {
+__device__ void finish_partition(const Params& params, const SlotEntry* slots, int64_t part, int rel,
+                                 const float (&acc)[2 * kPart / 16][4]) {
   const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
   constexpr int kTiles = 2 * kPart / 16;
 #pragma unroll
   for (int half = 0; half < 2; ++half) {  // the lane's slots: rows lane / 4 and lane / 4 + 8 of the warp's
-    const Slot s = slot_at(params, tile, chunk, warp * kScoreSlots + lane / 4 + half * 8, part);
+    const Slot s = slot_at(slots[warp * kScoreSlots + lane / 4 + half * 8], part, rel);
     if (!s.valid) continue;  // the same for the quad
     const auto seen = [&](int jj) { return jj >= s.lo && jj <= s.hi; };
-    float* scores = params.scores + (s.row_head * params.span + s.jrel) * kPart;
+    float* scores = params.scores + (s.part_row + s.jrel) * kPart;
     float value[kTiles][2];
     float top = -INFINITY;
     int first = kPart;  // the key of top
@@ -154,7 +154,7 @@ __device__ void finish_partition(const Params& params, const TileRows& tile, con
           if (seen(nt * 8 + q * 2 + b)) total = total + term;
         }
     }
-    if (lane % 4 == 0) params.stats[s.row_head * params.span + s.jrel] = make_float2(top, total);
+    if (lane % 4 == 0) params.stats[s.part_row + s.jrel] = make_float2(top, total);
   }
 }
 
@@ -167,11 +167,13 @@ __global__ void __launch_bounds__(kThreads) score_walk_kernel(Params params) {
   uint16_t* stages = reinterpret_cast<uint16_t*>(  // [kStages][kScoreStageElements], 1024-byte aligned
       dynamic_shared + (1024 - shared_address(dynamic_shared) % 1024) % 1024);
   __shared__ TileRows tile;
+  __shared__ SlotEntry slots[kSlots];
   if (!load_tile(params, tile)) return;
   const PartWalk walk{tile.part_lo, tile.part_hi};
   const int chunks = (params.head_dim + kDimChunk - 1) / kDimChunk, steps = walk.count() * chunks;
   if (steps == 0) return;  // before any copy: no copy may outlive its block
   const HeadChunk chunk = head_chunk(params, blockIdx.y, params.tile_heads);
+  fill_slots(params, tile, chunk, slots);
   // The thread's query rows (nullptr: a slot past the tile or the chunk's heads, staged as zeros).
   const uint16_t* queries[kCopiesPerThread];
 #pragma unroll
@@ -182,9 +184,13 @@ __global__ void __launch_bounds__(kThreads) score_walk_kernel(Params params) {
                            static_cast<int64_t>(chunk.first + h) * params.head_dim
                      : nullptr;
   }
+  // The step copied next: partition n of the walk, chunk c of the head dimension (counters rather than a
+  // division by chunks a step).
+  int copy_n = 0, copy_c = 0;
   const auto copy_step = [&](int step) {  // a commit group per step, empty past the last
     if (step < steps) {
-      const int n = step / chunks, c = step % chunks, column0 = c * kDimChunk;
+      const int n = copy_n, column0 = copy_c * kDimChunk;
+      if (++copy_c == chunks) copy_c = 0, ++copy_n;
       const int pieces = min(kDimChunk, params.head_dim - column0) / 8, piece = copy_piece();
       uint16_t* stage = stages + step % kStages * kScoreStageElements;
 #pragma unroll
@@ -200,16 +206,18 @@ __global__ void __launch_bounds__(kThreads) score_walk_kernel(Params params) {
   };
   for (int step = 0; step < kStages - 1; ++step) copy_step(step);
   float acc[2 * kPart / 16][4] = {};
+  int n = 0, c = 0;  // this step's partition of the walk and chunk of the head dimension
   for (int step = 0; step < steps; ++step) {
     copy_wait<kStages - 2>();  // this step's group is in (the thread's copies)
     fence_async_shared();      // ... and ordered before the tensor cores' reads
     __syncthreads();           // every thread's, and the stage copied next was used a step ago
     copy_step(step + kStages - 1);
-    const int c = step % chunks;
     add_stage_dots(stages + step % kStages * kScoreStageElements,
                    min(kDimChunk, params.head_dim - c * kDimChunk), acc);
-    if (c + 1 < chunks) continue;
-    finish_partition(params, tile, chunk, walk.part(step / chunks), acc);
+    if (++c < chunks) continue;
+    c = 0;
+    const int64_t part = walk.part(n++);
+    finish_partition(params, slots, part, static_cast<int>(part - tile.part_lo), acc);
 #pragma unroll
     for (int nt = 0; nt < 2 * kPart / 16; ++nt)
 #pragma unroll

@@ -19,68 +19,55 @@ namespace {
 // A warp's running sums: its kScoreSlots slots by the block's kWalkColumns columns, 32 at a time.
 using WalkSums = float[kWalkColumns / 32][4][4];
 
-// The first partition row r's keys reach (its window's first key / kPart).
-__device__ __forceinline__ int64_t first_part(const TileRows& tile, int t) {
-  return tile.first[t] / kPart;
-}
-
-// Whether the tile's slot sees partition `part`, and whether it is the slot's first.
+// Whether a slot sees partition part_lo + rel (SlotEntry), and whether it is the slot's first.
 struct SlotPart {
   bool sees, first;
 };
 
-__device__ __forceinline__ SlotPart slot_part(const Params& params, const TileRows& tile,
-                                              const HeadChunk& chunk, int slot, int64_t part) {
-  const int t = slot / params.tile_heads, h = slot % params.tile_heads;
-  if (t >= tile.rows || h >= chunk.count) return {false, false};
-  const int64_t lo = first_part(tile, t);
-  return {part >= lo && part <= tile.position[t] / kPart, part == lo};
+__device__ __forceinline__ SlotPart slot_part(const SlotEntry& e, int rel) {
+  return {rel >= e.lo && rel <= e.hi, rel == e.lo};
 }
 
-// The partition's weight rows of the thread's slots (zeros for a slot that misses it), copied into the
-// stage's first half (cp.async, not committed).
-__device__ void copy_weights(const Params& params, const TileRows& tile, const HeadChunk& chunk, int64_t part,
-                             uint16_t* stage) {
+// The weight rows of partition part_lo + rel of the thread's slots (zeros for a slot that misses it), copied
+// into the stage's first half (cp.async, not committed).
+__device__ void copy_weights(const Params& params, const SlotEntry* slots, int rel, uint16_t* stage) {
   const int piece = copy_piece();
 #pragma unroll
   for (int n = 0; n < kCopiesPerThread; ++n) {
-    const int slot = copy_row(n), t = slot / params.tile_heads, h = slot % params.tile_heads;
-    const bool seen =
-        t < tile.rows && h < chunk.count && part >= first_part(tile, t) && part <= tile.position[t] / kPart;
+    const int slot = copy_row(n);
+    const SlotEntry& e = slots[slot];
+    const bool seen = slot_part(e, rel).sees;
     const uint16_t* source = params.weights;
-    if (seen) {
-      const int64_t row_head = (tile.first_row + t) * params.heads + chunk.first + h;
-      source += (row_head * params.span + part - first_part(tile, t)) * kPart + piece * 8;
-    }
+    if (seen) source += (e.part_row + rel - e.lo) * kPart + piece * 8;
     copy16(stage + slot * kStageStride + piece * 8, source, seen);
   }
 }
 
 // Once the stage's group is in: true in a thread that copied a value that is not finite (each thread reads
-// back only the pieces it copied, which needs no barrier).
+// back only the pieces it copied, which needs no barrier). A bf16's exponent bits plus one carry into its
+// sign bit only when they are all ones (inf or NaN); the low half's sum (at most 0x8000) stays in its half.
 __device__ bool copied_non_finite(const uint16_t* stage) {
-  uint32_t exponents = 0;  // the OR of each staged pair's exponent bits where both are all ones
+  uint32_t carries = 0;
 #pragma unroll
   for (int n = 0; n < kCopiesPerThread; ++n) {
     const uint4 eight =
         *reinterpret_cast<const uint4*>(stage + (kSlots + copy_row(n)) * kStageStride + copy_piece() * 8);
     for (const uint32_t pair : {eight.x, eight.y, eight.z, eight.w})
-      exponents |= ((pair & 0x7f80u) == 0x7f80u) | ((pair & 0x7f800000u) == 0x7f800000u);
+      carries |= (pair & 0x7f807f80u) + 0x00800080u;
   }
-  return exponents != 0;
+  return (carries & 0x80008000u) != 0;
 }
 
 // Adds the partition's sums of the stage to the warp's slots that see it, a slot's first partition starting
 // its sum (only slot `only`, or every slot with -1).
-__device__ void add_partition(const Params& params, const TileRows& tile, const HeadChunk& chunk,
-                              int64_t part, const uint16_t* stage, int only, WalkSums& out) {
+__device__ void add_partition(const SlotEntry* slots, int rel, const uint16_t* stage, int only,
+                              WalkSums& out) {
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   if (only >= 0 && warp != only / kScoreSlots) return;  // another warp's slot
   SlotPart rows[2];
   for (int half = 0; half < 2; ++half) {
     const int slot = warp * kScoreSlots + lane / 4 + half * 8;
-    rows[half] =
-        only >= 0 && slot != only ? SlotPart{false, false} : slot_part(params, tile, chunk, slot, part);
+    rows[half] = only >= 0 && slot != only ? SlotPart{false, false} : slot_part(slots[slot], rel);
   }
 #pragma unroll
   for (int strip = 0; strip < kWalkColumns / 32; ++strip) {
@@ -121,19 +108,20 @@ __device__ void write_sums(const Params& params, const TileRows& tile, const Hea
 // does not see its key would take 0 x inf where the decode kernel stages a zero, so each slot multiplies
 // the values staged again with only the keys it sees. Every thread calls it; it waits for all copies.
 __device__ void add_partition_slot_by_slot(const Params& params, const TileRows& tile, const HeadChunk& chunk,
-                                           int column0, int64_t part, uint16_t* stage, WalkSums& out) {
+                                           const SlotEntry* slots, int column0, int rel, uint16_t* stage,
+                                           WalkSums& out) {
+  const int64_t part = tile.part_lo + rel;
   for (int k = 0; k < kSlots; ++k) {
-    if (!slot_part(params, tile, chunk, k, part).sees) continue;  // the same for the whole block
-    const int t = k / params.tile_heads;
-    const int64_t key_lo = max(part * kPart, tile.first[t]),
-                  key_hi = min(part * kPart + kPart - 1, tile.position[t]);
+    if (!slot_part(slots[k], rel).sees) continue;  // the same for the whole block
+    const int64_t key_lo = max(part * kPart, int64_t{slots[k].first}),
+                  key_hi = min(part * kPart + kPart - 1, int64_t{slots[k].position});
     __syncthreads();  // the last slot's values are used
     copy_cache_rows(params, tile, tile.segment.values, chunk.kv_head, part, column0, kRowPieces, key_lo,
                     key_hi, stage);
     copy_commit();
     copy_wait<0>();
     __syncthreads();
-    add_partition(params, tile, chunk, part, stage, k, out);
+    add_partition(slots, rel, stage, k, out);
   }
 }
 
@@ -149,15 +137,17 @@ __global__ void __launch_bounds__(kThreads) values_walk_kernel(Params params) {
   extern __shared__ float4 dynamic_shared[];
   uint16_t* stages = reinterpret_cast<uint16_t*>(dynamic_shared);  // [kStages][kStageElements]
   __shared__ TileRows tile;
+  __shared__ SlotEntry slots[kSlots];
   if (!load_tile(params, tile)) return;
   const int strips = walk_strips(params.head_dim);
   const HeadChunk chunk = head_chunk(params, static_cast<int>(blockIdx.y) / strips, params.tile_heads);
   const int column0 = static_cast<int>(blockIdx.y) % strips * kWalkColumns;
-  const int steps = static_cast<int>(tile.part_hi - tile.part_lo + 1);
+  const int steps = static_cast<int>(tile.part_hi - tile.part_lo + 1);  // step s: partition part_lo + s
+  fill_slots(params, tile, chunk, slots);
   const auto copy_step = [&](int step) {  // a commit group per step, empty past the last
     if (step < steps) {
       uint16_t* stage = stages + step % kStages * kStageElements;
-      copy_weights(params, tile, chunk, tile.part_lo + step, stage);
+      copy_weights(params, slots, step, stage);
       copy_cache_rows(params, tile, tile.segment.values, chunk.kv_head, tile.part_lo + step, column0,
                       kRowPieces, tile.key_lo, tile.key_hi, stage);
     }
@@ -172,11 +162,10 @@ __global__ void __launch_bounds__(kThreads) values_walk_kernel(Params params) {
     // value is not finite.
     const bool non_finite = __syncthreads_or(copied_non_finite(stage)) != 0;
     copy_step(step + kStages - 1);
-    const int64_t part = tile.part_lo + step;
     if (non_finite)
-      add_partition_slot_by_slot(params, tile, chunk, column0, part, stage, out);
+      add_partition_slot_by_slot(params, tile, chunk, slots, column0, step, stage, out);
     else
-      add_partition(params, tile, chunk, part, stage, -1, out);
+      add_partition(slots, step, stage, -1, out);
   }
   write_sums(params, tile, chunk, column0, out);
 }
