@@ -135,22 +135,6 @@ __device__ __forceinline__ Slot slot_at(const SlotEntry& e, int64_t part, int re
   return s;
 }
 
-// Cache row of absolute position `position` for partition `base` (= part * kPart), whose first slot is
-// base_slot = ring_slot(base, capacity): no division a row where the cache holds a partition.
-__device__ __forceinline__ const uint16_t* cache_row_at(const Params& params, const SegmentEntry& segment,
-                                                        const uint16_t* cache, int kv_head, int64_t base_slot,
-                                                        int64_t position, int jj) {
-  const int64_t capacity = segment.capacity;
-  int64_t slot;
-  if (capacity < kPart) {
-    slot = ring_slot(position, capacity);
-  } else {
-    slot = base_slot + jj;  // below 2 * capacity
-    if (slot >= capacity) slot -= capacity;
-  }
-  return cache + (slot * params.kv_heads + kv_head) * static_cast<int64_t>(params.head_dim);
-}
-
 // The thread's n-th staged row of a stage half (0 .. kSlots - 1) and its 16-byte piece of the row.
 __device__ __forceinline__ int copy_row(int n) {
   return static_cast<int>(threadIdx.x) / kRowPieces + n * kRowCopies;
@@ -172,7 +156,8 @@ struct SwizzledRows {
 
 // The partition's key or value rows at positions key_lo..key_hi, columns column0 + 8 piece for the pieces
 // below `pieces`, copied into the stage's second half (cp.async, not committed); zeros for other positions
-// and past head_dim.
+// and past head_dim. Row jj's cache slot is (base + jj) % capacity: from the partition's first slot with one
+// test a row where the cache holds a partition (rows from `wrap` on wrap around once), else a division.
 template <class Place = PaddedRows>
 __device__ __forceinline__ void copy_cache_rows(const Params& params, const TileRows& tile,
                                                 const uint16_t* cache, int kv_head, int64_t part, int column0,
@@ -180,16 +165,22 @@ __device__ __forceinline__ void copy_cache_rows(const Params& params, const Tile
                                                 uint16_t* staged) {
   const int piece = copy_piece();
   if (piece >= pieces) return;
-  const int64_t base = part * kPart, base_slot = ring_slot(base, tile.segment.capacity);
+  const int64_t base = part * kPart, capacity = tile.segment.capacity;
+  const int64_t base_slot = ring_slot(base, capacity), wrap = capacity - base_slot;
   const int c = column0 + piece * 8;
+  // The rows present, lo..hi of the partition (none past head_dim).
+  const int lo = static_cast<int>(min(max(key_lo - base, int64_t{0}), int64_t{kPart}));
+  const int hi =
+      c < params.head_dim ? static_cast<int>(min(max(key_hi - base, int64_t{-1}), int64_t{kPart - 1})) : -1;
+  const int64_t row_stride = int64_t{params.kv_heads} * params.head_dim;
+  const uint16_t* column = cache + int64_t{kv_head} * params.head_dim + c;
 #pragma unroll
   for (int n = 0; n < kCopiesPerThread; ++n) {
     const int jj = copy_row(n);
-    const int64_t position = base + jj;
-    const bool present = position >= key_lo && position <= key_hi && c < params.head_dim;
-    const uint16_t* row =
-        present ? cache_row_at(params, tile.segment, cache, kv_head, base_slot, position, jj) + c : cache;
-    copy16(staged + Place{}(kSlots + jj, piece), row, present);
+    const bool present = jj >= lo && jj <= hi;
+    const int64_t slot = capacity < kPart ? ring_slot(base + jj, capacity)
+                                          : base_slot + jj - (jj >= wrap ? capacity : int64_t{0});
+    copy16(staged + Place{}(kSlots + jj, piece), present ? column + slot * row_stride : cache, present);
   }
 }
 
