@@ -49,13 +49,25 @@ __device__ void copy_weights(const Params& params, const SlotEntry* slots, int r
 __device__ bool copied_non_finite(const uint16_t* stage) {
   uint32_t carries = 0;
 #pragma unroll
-  for (int n = 0; n < kCopiesPerThread; ++n) {
-    const uint4 eight =
-        *reinterpret_cast<const uint4*>(stage + (kSlots + copy_row(n)) * kStageStride + copy_piece() * 8);
-    for (const uint32_t pair : {eight.x, eight.y, eight.z, eight.w})
-      carries |= (pair & 0x7f807f80u) + 0x00800080u;
-  }
+  for (int v = 0; v < kWalkPieces; ++v)
+#pragma unroll
+    for (int n = 0; n < kCopiesPerThread; ++n) {
+      const uint4 eight = *reinterpret_cast<const uint4*>(
+          stage + (kSlots + v * kPart + copy_row(n)) * kStageStride + copy_piece() * 8);
+      for (const uint32_t pair : {eight.x, eight.y, eight.z, eight.w})
+        carries |= (pair & 0x7f807f80u) + 0x00800080u;
+    }
   return (carries & 0x80008000u) != 0;
+}
+
+// The partition's value rows, columns column0.. of each of the stage's pieces (cp.async, not committed).
+__device__ void copy_value_pieces(const Params& params, const TileRows& tile, const HeadChunk& chunk,
+                                  int64_t part, int column0, int64_t key_lo, int64_t key_hi,
+                                  uint16_t* stage) {
+#pragma unroll
+  for (int v = 0; v < kWalkPieces; ++v)
+    copy_cache_rows(params, tile, tile.segment.values, chunk.kv_head, part, column0 + v * kDimChunk,
+                    kRowPieces, key_lo, key_hi, stage + v * kPart * kStageStride);
 }
 
 // Adds the partition's sums of the stage to the warp's slots that see it, a slot's first partition starting
@@ -71,9 +83,11 @@ __device__ void add_partition(const SlotEntry* slots, int rel, const uint16_t* s
   }
 #pragma unroll
   for (int strip = 0; strip < kWalkColumns / 32; ++strip) {
+    constexpr int kPieceStrips = kDimChunk / 32;
     float acc[4][4];
-    partition_values<kStageStride>(stage + warp * kScoreSlots * kStageStride, stage + kSlots * kStageStride,
-                                   strip * 32, acc);
+    partition_values<kStageStride>(stage + warp * kScoreSlots * kStageStride,
+                                   stage + (kSlots + strip / kPieceStrips * kPart) * kStageStride,
+                                   strip % kPieceStrips * 32, acc);
     each_fragment_element<1, 4>([&](int, int nt, int e) {
       const SlotPart& r = rows[e / 2];
       if (r.sees) out[strip][nt][e] = r.first ? acc[nt][e] : out[strip][nt][e] + acc[nt][e];
@@ -116,8 +130,7 @@ __device__ void add_partition_slot_by_slot(const Params& params, const TileRows&
     const int64_t key_lo = max(part * kPart, int64_t{slots[k].first}),
                   key_hi = min(part * kPart + kPart - 1, int64_t{slots[k].position});
     __syncthreads();  // the last slot's values are used
-    copy_cache_rows(params, tile, tile.segment.values, chunk.kv_head, part, column0, kRowPieces, key_lo,
-                    key_hi, stage);
+    copy_value_pieces(params, tile, chunk, part, column0, key_lo, key_hi, stage);
     copy_commit();
     copy_wait<0>();
     __syncthreads();
@@ -148,8 +161,7 @@ __global__ void __launch_bounds__(kThreads) values_walk_kernel(Params params) {
     if (step < steps) {
       uint16_t* stage = stages + step % kStages * kStageElements;
       copy_weights(params, slots, step, stage);
-      copy_cache_rows(params, tile, tile.segment.values, chunk.kv_head, tile.part_lo + step, column0,
-                      kRowPieces, tile.key_lo, tile.key_hi, stage);
+      copy_value_pieces(params, tile, chunk, tile.part_lo + step, column0, tile.key_lo, tile.key_hi, stage);
     }
     copy_commit();
   };
