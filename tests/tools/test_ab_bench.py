@@ -2,7 +2,7 @@
 """tools/bench/ab_bench.py with a made-up plumb that writes plumb bench's JSON from its environment: the rounds
 alternate the variants, the medians, fractions and ratios come out of the runs, a variant whose switch moves a
 token fails the check by name, as does a run past its time, a bound the run could not measure prints as -, and
---from summarizes a folder without running anything.
+--from summarizes a folder without running anything, and a variant with plumb=PATH runs that build.
 
     test_ab_bench.py PATH/TO/ab_bench.py
 """
@@ -84,6 +84,22 @@ def main():
         check("prompt 2048 tokens a" in " ".join(result.stdout.split()) and " - " in result.stdout,
               "a bound the run could not measure prints as -", result)
 
+        # A second build: the same made-up plumb, 20 tokens/s faster, reached through plumb=PATH.
+        other = os.path.join(folder, "other-plumb")
+        with open(other, "w") as file:
+            file.write(f"#!/bin/sh\nFAKE_SPEED=120 exec {plumb} \"$@\"\n")
+        os.chmod(other, 0o755)
+        trees = os.path.join(folder, "trees")
+        result = run(tool, "--plumb", plumb, "--model", "m", "--out", trees, "--rounds", "1", "--variant", "base",
+                     "--variant", f"other:plumb={other}", "--json", table, env=env)
+        rows = {(row["line"], row["variant"]): row for row in json.load(open(table))["rows"]}
+        check(result.returncode == 0 and rows[("decode 1 stream", "other")]["runs"][0] >= 120,
+              "a variant's plumb=PATH runs that build", result)
+        result = run(tool, "--model", "m", "--out", trees, "--variant", "base", "--variant", f"other:plumb={other}",
+                     env=env)
+        check(result.returncode == 2 and "plumb=PATH in every variant" in result.stderr,
+              "a variant with no build to run is refused", result)
+
         before = open(order).read()
         result = run(tool, "--from", out, "--variant", "slow", "--variant", "fast", env=env)
         check(result.returncode == 0 and open(order).read() == before, "--from runs nothing", result)
@@ -91,7 +107,7 @@ def main():
         result = run(tool, "--from", out, "--variant", "slow", "--variant", "absent", env=env)
         check(result.returncode == 1 and "variant 'absent' has no runs" in result.stdout,
               "a variant without runs is named", result)
-    print("ab_bench: 13 checks passed")
+    print("ab_bench: 15 checks passed")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""A/B of `plumb bench` variants in one build, for the GPU machine: each variant is a name and environment
-switches (NAME:KEY=VALUE[,KEY=VALUE...], none for the build as it is); the rounds alternate the variants (A B A B
-...), so the machine's drift falls on all of them alike. For each line of the bench (decode at S streams, the
+"""A/B of `plumb bench` variants, for the GPU machine: each variant is a name and environment switches
+(NAME:KEY=VALUE[,KEY=VALUE...], none for the build as it is), where the switch plumb=PATH runs another build
+(a tree of tools/device/build-trees.sh) instead of --plumb; the rounds alternate the variants (A B A B ...), so
+the machine's drift falls on all of them alike. For each line of the bench (decode at S streams, the
 prompt at L tokens) it prints every run's tokens/s, their median, the median of the runs' fractions of their own
 bound, and the median's ratio to the first variant's.
 
@@ -11,6 +12,8 @@ switch that moves a bit is a fault in the switch, not a speedup. Exits 1 when a 
 
     ab_bench.py --plumb build/src/cli/plumb --model /tmp/m4 --out DIR --rounds 3 \\
         --variant steps:PLUMB_CUDA_FUSED_GEGLU=0 --variant fused [-- --streams 1,8,32 --prompts 2048]
+    ab_bench.py --plumb build/src/cli/plumb --model /tmp/m16 --out DIR \
+        --variant new --variant base:plumb=/tmp/plumb-trees/base/build/src/cli/plumb
     ab_bench.py --from DIR --variant steps --variant fused     (the JSONs of an earlier run, nothing run)
 
 Each run writes DIR/VARIANT-rROUND.json (plumb bench --json) and .log; --json FILE writes the table.
@@ -40,12 +43,17 @@ def run_path(folder, name, round_index, suffix):
     return os.path.join(folder, f"{name}-r{round_index}.{suffix}")
 
 
+# The switch that names a variant's build rather than an environment variable.
+BUILD_SWITCH = "plumb"
+
+
 def run_benches(args, variants):
     os.makedirs(args.out, exist_ok=True)
     for r in range(1, args.rounds + 1):
-        for name, env in variants:
-            command = [args.plumb, "bench", args.model, "--backend", args.backend, *args.bench_args, "--json",
-                       run_path(args.out, name, r, "json")]
+        for name, switches in variants:
+            env = {key: value for key, value in switches.items() if key != BUILD_SWITCH}
+            command = [switches.get(BUILD_SWITCH, args.plumb), "bench", args.model, "--backend", args.backend,
+                       *args.bench_args, "--json", run_path(args.out, name, r, "json")]
             with open(run_path(args.out, name, r, "log"), "w") as log:
                 try:
                     code = subprocess.run(command, env={**os.environ, **env}, stdout=log,
@@ -156,7 +164,7 @@ def print_table(rows):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--variant", action="append", type=parse_variant, required=True)
-    parser.add_argument("--plumb", help="the plumb binary to run")
+    parser.add_argument("--plumb", help="the plumb binary to run (for variants without plumb=PATH)")
     parser.add_argument("--model", help="the checkpoint to bench")
     parser.add_argument("--backend", default="cuda")
     parser.add_argument("--rounds", type=int, default=3)
@@ -170,8 +178,10 @@ def main():
     if len({name for name, _ in variants}) != len(variants):
         parser.error("each --variant needs a name of its own")
     if args.source is None:
-        if not (args.plumb and args.model and args.out) or args.rounds < 1:
-            parser.error("running needs --plumb, --model, --out and --rounds of at least 1 (or --from DIR)")
+        builds = args.plumb or all(BUILD_SWITCH in switches for _, switches in variants)
+        if not (builds and args.model and args.out) or args.rounds < 1:
+            parser.error("running needs --plumb (or plumb=PATH in every variant), --model, --out and --rounds "
+                         "of at least 1 (or --from DIR)")
         run_benches(args, variants)
     folder = args.source if args.source is not None else args.out
     runs, problems = load_runs(folder, variants)

@@ -10,7 +10,8 @@
 # OUT=dir STEPS="build ctest contract exactness tiled ungrouped ring opsbench bench4 bench4t bench4e serve bench16
 #   bench16t bench16e hf ab4 ab16" this-script
 # (ab4 and ab16: tools/bench/ab_bench.py on the 4-bit or bf16 checkpoint, AB_VARIANTS="name:SWITCH=V,... name2"
-# alternated over AB_ROUNDS rounds, default 3, with BENCH_ARGS; not in the default steps)
+# alternated over AB_ROUNDS rounds, default 3, with BENCH_ARGS; not in the default steps; a variant's switch
+# plumb=PATH runs another build, such as a tree of tools/device/build-trees.sh)
 # (PLUMB=path/to/plumb uses a plumb built elsewhere; BENCH_ARGS and HF_ARGS pass options to the benches;
 # PACK=file.tgz packs the logs into one file after every step, for a machine that returns few files.)
 # Needs .debs/ from tools/device/fetch-debs.sh (run where apt works). Writes OUT/steps.txt and one log a step.
