@@ -8,10 +8,13 @@
 # also with the tiled matmul alone and with CUDA graphs off), the server under 32 streaming clients
 # (tools/bench/serve_load.py) and transformers on the same bf16 weights. STEPS picks steps:
 # OUT=dir STEPS="build ctest contract exactness tiled ungrouped ring opsbench bench4 bench4t bench4e serve bench16
-#   bench16t bench16e hf ab4 ab16" this-script
+#   bench16t bench16e hf ab4 ab16 trees opsab" this-script
 # (ab4 and ab16: tools/bench/ab_bench.py on the 4-bit or bf16 checkpoint, AB_VARIANTS="name:SWITCH=V,... name2"
 # alternated over AB_ROUNDS rounds, default 3, with BENCH_ARGS; not in the default steps; a variant's switch
 # plumb=PATH runs another build, such as a tree of tools/device/build-trees.sh)
+# (trees: tools/device/build-trees.sh with TREES, into TREES_DIR, default /tmp/plumb-trees; opsab: plumb_cuda_bench
+# OPS_SECTION, default attention-prompt, alternated over this build and each tree of TREES for OPS_ROUNDS
+# rounds, default 3, one log a run; neither is in the default steps)
 # (PLUMB=path/to/plumb uses a plumb built elsewhere; BENCH_ARGS and HF_ARGS pass options to the benches;
 # PACK=file.tgz packs the logs into one file after every step, for a machine that returns few files.)
 # Needs .debs/ from tools/device/fetch-debs.sh (run where apt works). Writes OUT/steps.txt and one log a step.
@@ -58,6 +61,19 @@ if wanted ring; then
   PLUMB_CUDA_DECODE_LAYOUT=0 step contract-ring 240 "$plumb" contract --backend cuda --only matmul
 fi
 wanted opsbench && step opsbench 120 build-validate/src/cuda/plumb_cuda_bench
+trees_dir=${TREES_DIR:-/tmp/plumb-trees}
+wanted trees && TREES_DIR=$trees_dir TARGETS=${TARGETS:-plumb plumb_cuda_bench} step trees 900 tools/device/build-trees.sh
+if wanted opsab; then
+  for round in $(seq "${OPS_ROUNDS:-3}"); do
+    # shellcheck disable=SC2086  # the section may be several words
+    step "opsab-this-$round" 120 build-validate/src/cuda/plumb_cuda_bench ${OPS_SECTION:-attention-prompt}
+    for tree in ${TREES:?opsab needs TREES}; do
+      # shellcheck disable=SC2086
+      step "opsab-${tree%%:*}-$round" 120 "$trees_dir/${tree%%:*}/build/src/cuda/plumb_cuda_bench" \
+        ${OPS_SECTION:-attention-prompt}
+    done
+  done
+fi
 # bench NAME DECODE [GRAPHS]: plumb bench on $model with the decode matmul (1) or the tiled matmul alone (0),
 # and CUDA graphs off (0) or on (1, the default).
 bench() {
