@@ -1,10 +1,12 @@
-// The 128-row tile on sm_90a as a producer and two consumers: one thread copies each k tile of x and of the
-// weight (bf16, or 2/4/6-bit affine codes, which the consumers dequantize) with the tensor memory
-// accelerator into a ring of stages, two warpgroups of 64 rows multiply with wgmma and hand each stage back
-// on a barrier, so no block-wide barrier stands between k tiles (as in k_matmul.cu's tiles) and no thread
-// computes copy addresses. Blocks of bf16 tiles stay resident and take the call's tiles and K splits in turn,
-// so the copies of the next run while one is written. The same wgmma steps in the same order and the same
-// K-split fold as k_matmul.cu's 128-row tile: the same bits. PLUMB_CUDA_TMA_MATMUL=0 turns it off.
+// The 128-row tile on sm_90a as a producer and two consumers: one thread of a producer warpgroup copies each
+// k tile of x and of the weight (bf16, or 2/4/6-bit affine codes, which the consumers dequantize) with the
+// tensor memory accelerator into a ring of stages, two warpgroups of 64 rows multiply with wgmma and hand
+// each stage back on a barrier, so no block-wide barrier stands between k tiles (as in k_matmul.cu's tiles)
+// and no thread computes copy addresses. Blocks of bf16 tiles stay resident and take the call's tiles and K
+// splits in turn, so the copies of the next run while one is written, and sum each split into one of two sets
+// in turn, so the tensor cores are not drained at a split's fold (consume_rotating). The same wgmma steps in
+// the same order and the same K-split fold as k_matmul.cu's 128-row tile: the same bits.
+// PLUMB_CUDA_TMA_MATMUL=0 turns it off.
 #include <cudaTypedefs.h>
 
 #include <algorithm>
@@ -21,9 +23,13 @@ namespace {
 
 constexpr int kTileBytes = 128 * kTileK * 2;  // a bf16 [128, 64] tile: x, or a dequantized weight tile
 constexpr int kRingStages = 6;
-constexpr int kConsumerThreads = 256;                // two warpgroups of 64 rows each
-constexpr int kRingThreads = kConsumerThreads + 32;  // then one producer warp
+constexpr int kConsumerThreads = 256;                 // two warpgroups of 64 rows each
+constexpr int kRingThreads = kConsumerThreads + 128;  // then a producer warpgroup, one thread of it copying
 constexpr int kConsumerWarps = kConsumerThreads / 32;
+// Registers a thread once the warpgroups have traded them (setmaxnreg): the launch gives each of the 12 warps
+// 168 (the whole register file); the producer needs few, the bf16 consumers hold three sets of sums.
+constexpr int kProducerRegisters = 40;
+constexpr int kConsumerRegisters = 232;
 
 // A stage holds the x tile and the weight's tile (bf16, or its affine codes); affine weights are dequantized
 // into one of three bf16 tiles in turn (written while the tensor cores may still read the one before).
@@ -81,8 +87,8 @@ __device__ RingItem ring_item(const Params& p, const RingWork& work, int item) {
   return {static_cast<int>(place.m_tile) * 128, static_cast<int>(place.n_tile) * kTileN, split, kt0, kt1};
 }
 
-// Blocks of bf16 tiles stay resident and walk the items; affine tiles take one item a block, as the walk's
-// state would spill their consumers' registers (168 a thread with the dequantization).
+// Blocks of bf16 tiles stay resident and walk the items (consume_rotating); affine tiles take one item a
+// block (consume: the rotating sums were made and measured for bf16 only).
 template <int kBits>
 constexpr bool kResident = kBits == 0;
 
@@ -95,6 +101,43 @@ __device__ __forceinline__ void each_item(const RingWork& work, F&& f) {
     f(static_cast<int>(blockIdx.x));
   }
 }
+
+// A resident block's items as a sequence of K splits, in the order the producer copies their k tiles.
+struct RingSplit {
+  int m0, n0, split, kt0, kt1;
+  bool first, last;  // the item's first split (its sums start the total) and last (the total goes out)
+};
+
+class SplitWalk {
+ public:
+  __device__ SplitWalk(const Params& p, const RingWork& work)
+      : p_(p), work_(work), item_(static_cast<int>(blockIdx.x)) {
+    if (item_ < work_.items) it_ = ring_item(p_, work_, item_);
+    next_kt_ = it_.kt0;
+  }
+
+  // The next split into s; false after the block's last. Splits start at multiples of tiles_per_split.
+  __device__ bool next(RingSplit& s) {
+    if (item_ >= work_.items) return false;
+    if (next_kt_ >= it_.kt1) {
+      item_ += static_cast<int>(gridDim.x);
+      if (item_ >= work_.items) return false;
+      it_ = ring_item(p_, work_, item_);
+      next_kt_ = it_.kt0;
+    }
+    const int kt1 = min(next_kt_ + static_cast<int>(p_.tiles_per_split), it_.kt1);
+    s = {it_.m0, it_.n0, it_.split, next_kt_, kt1, next_kt_ == it_.kt0, kt1 == it_.kt1};
+    next_kt_ = kt1;
+    return true;
+  }
+
+ private:
+  const Params& p_;
+  const RingWork& work_;
+  int item_;
+  RingItem it_{};
+  int next_kt_;
+};
 
 // One thread: each k tile of each item into the next stage once the consumers have given that stage back.
 template <int kBits>
@@ -134,8 +177,9 @@ __device__ void dequantize_stage(const Params& p, const uint32_t* codes, uint4* 
   dequantize_half_row<kBits>(tile, r, h, words, present, bf16_value(p.scales[e]), bf16_value(p.biases[e]));
 }
 
-// Consumer thread c's warpgroup, item by item: each stage's wgmma steps (one group left in flight), the stage
-// before it given back once its steps are done, each K split folded into total, the item's tile written.
+// The affine consumers, thread c's warpgroup over the block's item: each stage's wgmma steps (one group left
+// in flight), the stage before it given back once its steps are done, each K split folded into total, the
+// item's tile written.
 template <int kBits>
 __device__ void consume(const Ring<kBits>& ring, const Params& p, const RingWork& work, int c) {
   using L = Layout<128, kBits>;  // each warp's share: 16 rows by 128 columns
@@ -175,6 +219,72 @@ __device__ void consume(const Ring<kBits>& ring, const Params& p, const RingWork
     write_tile<L>(p, total, it.m0, it.n0, it.split, c / 32, 0, c % 32);
   });
 }
+
+// The bf16 consumers' walk over their splits with two sets of sums in turn: a split's first wgmma steps go
+// into one set while the split before, in the other, is still in flight; once those steps are issued the
+// earlier split's last group is waited for and folded into total (and an item's total written), so the
+// tensor cores are not drained at each fold. The same steps and folds in the same order as consume.
+template <class L>
+struct RotatingSums {
+  Accumulators<L> total;
+  RingSplit done;  // the split whose sums wait in the other set
+  bool pending = false;
+  int t = 0;  // stages used so far
+};
+
+template <class L>
+__device__ __forceinline__ void fold_done(const Params& p, RotatingSums<L>& sums, Accumulators<L>& other,
+                                          int c) {
+  fold_split<L, false>(other, sums.total, sums.done.first);
+  if (sums.done.last)
+    write_tile<L>(p, sums.total, sums.done.m0, sums.done.n0, sums.done.split, c / 32, 0, c % 32);
+}
+
+// One k tile of the split: its wgmma steps into acc, then the stage before it given back.
+template <class L>
+__device__ __forceinline__ void run_tile(const Ring<0>& ring, Accumulators<L>& acc, int t, bool start,
+                                         int c) {
+  const int slot = t % kRingStages;
+  barrier_wait(ring.full(slot), static_cast<uint32_t>(t / kRingStages & 1));
+  const uint32_t a_rows = shared_address(ring.x_tile(slot)) + c / 128 * 64 * kTileK * 2;
+  multiply_warpgroup<L>(a_rows, shared_address(ring.weight_tile(slot)), acc, start);
+  wgmma_wait<1>();  // every step but this tile's is done
+  if (t > 0 && c % 32 == 0) barrier_arrive(ring.empty((t - 1) % kRingStages));
+}
+
+// Split s into acc; the split before it (in other) is folded once s's first steps are in flight.
+template <class L>
+__device__ __forceinline__ void run_split(const Ring<0>& ring, const Params& p, const RingSplit& s,
+                                          Accumulators<L>& acc, Accumulators<L>& other, RotatingSums<L>& sums,
+                                          int c) {
+  run_tile<L>(ring, acc, sums.t++, true, c);
+  if (sums.pending) fold_done<L>(p, sums, other, c);
+  for (int kt = s.kt0 + 1; kt < s.kt1; ++kt) run_tile<L>(ring, acc, sums.t++, false, c);
+  sums.done = s;
+  sums.pending = true;
+}
+
+__device__ void consume_rotating(const Ring<0>& ring, const Params& p, const RingWork& work, int c) {
+  using L = Layout<128, 0>;
+  Accumulators<L> acc_a, acc_b;
+  RotatingSums<L> sums;
+  SplitWalk walk(p, work);
+  RingSplit s;
+  for (;;) {
+    if (!walk.next(s)) {
+      wgmma_wait<0>();
+      if (sums.pending) fold_done<L>(p, sums, acc_b, c);
+      return;
+    }
+    run_split<L>(ring, p, s, acc_a, acc_b, sums, c);
+    if (!walk.next(s)) {
+      wgmma_wait<0>();
+      fold_done<L>(p, sums, acc_a, c);
+      return;
+    }
+    run_split<L>(ring, p, s, acc_b, acc_a, sums, c);
+  }
+}
 #endif
 
 template <int kBits>
@@ -195,10 +305,15 @@ __global__ void __launch_bounds__(kRingThreads, 1)
   wait_for_previous_kernel();
   const int c = static_cast<int>(threadIdx.x);
   if (c >= kConsumerThreads) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
     if (c == kConsumerThreads) produce<kBits>(ring, &x_map, &w_map, p, work);
     return;
   }
-  consume<kBits>(ring, p, work, c);
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegisters));
+  if constexpr (kResident<kBits>)
+    consume_rotating(ring, p, work, c);
+  else
+    consume<kBits>(ring, p, work, c);
 #else
   (void)x_map, (void)w_map, (void)p, (void)work;
 #endif
