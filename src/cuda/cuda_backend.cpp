@@ -6,6 +6,7 @@
 
 #include "cuda/check.hpp"
 #include "cuda/launch_args.hpp"
+#include "cuda/launch_order.hpp"
 #include "cuda/launchers.hpp"
 #include "ops/check.hpp"
 
@@ -238,8 +239,9 @@ unsigned* CudaBackend::matmul_counters() {
 }
 
 template <typename Launch, typename Label>
-void CudaBackend::run(std::string_view op, const Launch& launch, const Label& label) {
+void CudaBackend::run(std::string_view op, int64_t rows, const Launch& launch, const Label& label) {
   if (failed()) return;
+  const PlainLaunchScope plain(rows > kDependentLaunchRows);
   if (profile_ == nullptr) {
     check_launch(op, launch());
     return;
@@ -274,23 +276,24 @@ std::string weight_label(const ops::WeightLaunch& w) {
 
 void CudaBackend::embed_rows(const ops::EmbedLaunch& launch) {
   run(
-      "embed_rows", [&] { return launch_embed_rows(embed_args(launch), stream_.get()); },
+      "embed_rows", launch.rows, [&] { return launch_embed_rows(embed_args(launch), stream_.get()); },
       [&] { return rows_label("embed_rows", launch.rows, launch.table.in); });
 }
 void CudaBackend::rms_norm(const ops::RmsNormLaunch& launch) {
   run(
-      "rms_norm", [&] { return launch_rms_norm(norm_args(launch), stream_.get()); },
+      "rms_norm", launch.rows, [&] { return launch_rms_norm(norm_args(launch), stream_.get()); },
       [&] { return rows_label("rms_norm", launch.rows * launch.heads, launch.dim); });
 }
 void CudaBackend::residual_norm(const ops::ResidualNormLaunch& launch) {
   if (!residual_norm_fused(launch.post.dim)) return ops::Backend::residual_norm(launch);  // four launches
   run(
-      "residual_norm", [&] { return launch_residual_norm(residual_norm_args(launch), stream_.get()); },
+      "residual_norm", launch.post.rows,
+      [&] { return launch_residual_norm(residual_norm_args(launch), stream_.get()); },
       [&] { return rows_label("residual_norm", launch.post.rows, launch.post.dim); });
 }
 void CudaBackend::norm_rope(const ops::NormRopeLaunch& launch) {
   run(
-      "norm_rope", [&] { return launch_norm_rope(norm_rope_args(launch), stream_.get()); },
+      "norm_rope", launch.norm.rows, [&] { return launch_norm_rope(norm_rope_args(launch), stream_.get()); },
       [&] { return rows_label("norm_rope", launch.norm.rows * launch.norm.heads, launch.norm.dim); });
 }
 void CudaBackend::head_norms(const ops::HeadNormsLaunch& launch) {
@@ -298,7 +301,7 @@ void CudaBackend::head_norms(const ops::HeadNormsLaunch& launch) {
   std::optional<KvWriteArgs> cache;
   if (launch.cache != nullptr) cache = kv_write_args(*launch.cache, segments);
   run(
-      "head_norms",
+      "head_norms", launch.q.norm.rows,
       [&] { return launch_head_norms(head_norms_args(launch), cache ? &*cache : nullptr, stream_.get()); },
       [&] {
         return fmt::format("head_norms {}x({}+{})x{}{}", launch.q.norm.rows, launch.q.norm.heads,
@@ -310,7 +313,7 @@ void CudaBackend::kv_write(const ops::KvWriteLaunch& launch) {
   std::vector<KvWriteSegmentArgs> segments;
   const KvWriteArgs args = kv_write_args(launch, segments);
   run(
-      "kv_write", [&] { return launch_kv_write(args, stream_.get()); },
+      "kv_write", launch.rows, [&] { return launch_kv_write(args, stream_.get()); },
       [&] {
         return fmt::format("kv_write {}x{} in {} caches", launch.rows, launch.kv_heads * launch.head_dim,
                            launch.segment_count);
@@ -318,27 +321,27 @@ void CudaBackend::kv_write(const ops::KvWriteLaunch& launch) {
 }
 void CudaBackend::geglu(const ops::RowsLaunch& launch) {
   run(
-      "geglu", [&] { return launch_geglu(rows_args(launch), stream_.get()); },
+      "geglu", launch.rows, [&] { return launch_geglu(rows_args(launch), stream_.get()); },
       [&] { return rows_label("geglu", launch.rows, launch.width); });
 }
 void CudaBackend::add(const ops::RowsLaunch& launch) {
   run(
-      "add", [&] { return launch_add(rows_args(launch), stream_.get()); },
+      "add", launch.rows, [&] { return launch_add(rows_args(launch), stream_.get()); },
       [&] { return rows_label("add", launch.rows, launch.width); });
 }
 void CudaBackend::scale(const ops::RowsLaunch& launch) {
   run(
-      "scale", [&] { return launch_scale(rows_args(launch), stream_.get()); },
+      "scale", launch.rows, [&] { return launch_scale(rows_args(launch), stream_.get()); },
       [&] { return rows_label("scale", launch.rows, launch.width); });
 }
 void CudaBackend::soft_cap(const ops::RowsLaunch& launch) {
   run(
-      "soft_cap", [&] { return launch_soft_cap(rows_args(launch), stream_.get()); },
+      "soft_cap", launch.rows, [&] { return launch_soft_cap(rows_args(launch), stream_.get()); },
       [&] { return rows_label("soft_cap", launch.rows, launch.width); });
 }
 void CudaBackend::argmax(const ops::ArgmaxLaunch& launch) {
   run(
-      "argmax", [&] { return launch_argmax(argmax_args(launch), stream_.get()); },
+      "argmax", launch.rows, [&] { return launch_argmax(argmax_args(launch), stream_.get()); },
       [&] { return rows_label("argmax", launch.rows, launch.width); });
 }
 void CudaBackend::sample(const ops::SampleLaunch& launch) {
@@ -349,7 +352,7 @@ void CudaBackend::sample(const ops::SampleLaunch& launch) {
   args.weights = static_cast<uint64_t*>(area);
   args.summaries = reinterpret_cast<SampleRowSummary*>(args.weights + args.rows * args.width);
   run(
-      "sample", [&] { return launch_sample(args, info_.major >= 9, stream_.get()); },
+      "sample", launch.rows, [&] { return launch_sample(args, info_.major >= 9, stream_.get()); },
       [&] { return rows_label("sample", launch.rows, launch.width); });
 }
 
@@ -364,7 +367,7 @@ void CudaBackend::run_matmuls(std::string_view op, std::span<const MatmulArgs> a
   if (counters == nullptr) return;
   const bool decode = options_.decode_matmul;
   run(
-      op,
+      op, args.front().rows,
       [&] {
         return geglu != nullptr ? launch_matmul_geglu(args, *geglu, area, counters, decode, stream_.get())
                                 : launch_matmul_group(args, area, counters, decode, stream_.get());
@@ -409,7 +412,7 @@ void CudaBackend::attention(const ops::AttentionLaunch& launch) {
   if (area == nullptr) return;
   const size_t bytes = scratch_bytes_;
   run(
-      "attention", [&] { return launch_attention(args, area, bytes, stream_.get()); },
+      "attention", launch.rows, [&] { return launch_attention(args, area, bytes, stream_.get()); },
       [&] {
         return fmt::format("attention {} {}/{} heads x {} rows {}", launch.window > 0 ? "sliding" : "global",
                            launch.heads, launch.kv_heads, launch.head_dim, launch.rows);

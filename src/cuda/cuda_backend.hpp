@@ -97,10 +97,10 @@ class CudaBackend final : public ops::Backend {
   CudaBackend(DeviceInfo info, Stream stream, CudaOptions options);
   // Records the first failure; returns whether launches may go on.
   bool check_launch(std::string_view op, cudaError_t code);
-  // Runs `launch` (returning its cudaError_t) unless an earlier launch failed; with the profile on, times it
-  // under `label()`.
+  // Runs `launch` (returning its cudaError_t) unless an earlier launch failed, in plain stream order for a
+  // call of more than kDependentLaunchRows rows; with the profile on, times it under `label()`.
   template <typename Launch, typename Label>
-  void run(std::string_view op, const Launch& launch, const Label& label);
+  void run(std::string_view op, int64_t rows, const Launch& launch, const Label& label);
   bool failed() const { return failure_.has_value(); }
   // Device scratch of at least `bytes`, kept between ops and grown when needed; where `bytes` cannot be had,
   // at least `least` (the op's minimum) if that can. scratch_bytes_ then holds what there is.

@@ -10,6 +10,8 @@
 
 #include <utility>
 
+#include "cuda/launch_order.hpp"
+
 namespace plumb::cuda {
 
 __device__ __forceinline__ void wait_for_previous_kernel() {
@@ -18,9 +20,6 @@ __device__ __forceinline__ void wait_for_previous_kernel() {
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
 }
-
-// Whether the current device runs dependent launches (compute capability 9.0 or later).
-bool dependent_launch_supported();
 
 template <class... Params, class... Args>
 cudaError_t launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes,

@@ -1,4 +1,5 @@
 #include "cuda/device.hpp"
+#include "cuda/launch_order.hpp"
 
 #include <cuda_runtime.h>
 
@@ -150,10 +151,21 @@ bool env_switch_on(const char* variable) {
   return value == nullptr || std::strcmp(value, "0") != 0;
 }
 
+namespace {
+thread_local bool plain_launches = false;
+}  // namespace
+
+PlainLaunchScope::PlainLaunchScope(bool plain) : before_(plain_launches) {
+  plain_launches = before_ || plain;
+}
+PlainLaunchScope::~PlainLaunchScope() {
+  plain_launches = before_;
+}
+
 bool dependent_launch_supported() {
   // PLUMB_CUDA_DEPENDENT_LAUNCH=0 queues every kernel in plain stream order (to measure what overlap gives).
   static const bool allowed = env_switch_on("PLUMB_CUDA_DEPENDENT_LAUNCH");
-  return allowed && current_compute_capability() >= 90;
+  return allowed && !plain_launches && current_compute_capability() >= 90;
 }
 
 }  // namespace plumb::cuda

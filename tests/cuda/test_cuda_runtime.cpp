@@ -5,6 +5,7 @@
 
 #include "cuda/arena.hpp"
 #include "cuda/device.hpp"
+#include "cuda/launch_order.hpp"
 #include "cuda/launchers.hpp"
 #include "cuda_test_util.hpp"
 
@@ -130,6 +131,26 @@ TEST(CudaRuntime, UploadRefusesAMismatchByName) {
   EXPECT_NE(status.error().message.find("cuda.upload: tensor 'to' differs from the source"),
             std::string::npos)
       << status.error().message;
+}
+
+// Calls of prompt size queue in plain stream order (measured faster there); a scope restores what was before.
+TEST(CudaRuntime, PlainLaunchScopesTurnDependentLaunchesOffAndRestoreThem) {
+  PLUMB_GPU_OR_SKIP();
+  if (!dependent_launch_supported()) GTEST_SKIP() << "no dependent launches on this device or switched off";
+  {
+    const PlainLaunchScope decode_rows(false);
+    EXPECT_TRUE(dependent_launch_supported());
+  }
+  {
+    const PlainLaunchScope prompt_rows(true);
+    EXPECT_FALSE(dependent_launch_supported());
+    {
+      const PlainLaunchScope inner(false);  // an op run inside another keeps the outer's order
+      EXPECT_FALSE(dependent_launch_supported());
+    }
+    EXPECT_FALSE(dependent_launch_supported());
+  }
+  EXPECT_TRUE(dependent_launch_supported());
 }
 
 }  // namespace
