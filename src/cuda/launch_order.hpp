@@ -6,8 +6,8 @@
 namespace plumb::cuda {
 
 // Calls of more rows than this queue their kernels in plain stream order instead of as dependent launches:
-// measured on an H100 (bf16 12B prompts), overlapping a prompt's launches cost 2.7% of a 2048-token forward
-// and 6.5% of an 8192-token one, while decode steps (up to 32 streams, and drafted rows) gain from it.
+// measured on an H100 (bf16 12B prompts), overlapping a prompt's launches cost 3.1% of a 2048-token forward
+// and 6.4% of an 8192-token one, while decode steps (up to 32 streams, and drafted rows) gain from it.
 inline constexpr int64_t kDependentLaunchRows = 128;
 
 // Whether this thread's next launch is a dependent one (dependent_launch.cuh): compute capability 9.0 or
