@@ -8,13 +8,17 @@
 # also with the tiled matmul alone and with CUDA graphs off), the server under 32 streaming clients
 # (tools/bench/serve_load.py) and transformers on the same bf16 weights. STEPS picks steps:
 # OUT=dir STEPS="build ctest contract exactness tiled ungrouped ring opsbench bench4 bench4t bench4e serve bench16
-#   bench16t bench16e hf ab4 ab16 trees opsab" this-script
+#   bench16t bench16e hf ab4 ab16 trees opsab opsncu" this-script
 # (ab4 and ab16: tools/bench/ab_bench.py on the 4-bit or bf16 checkpoint, AB_VARIANTS="name:SWITCH=V,... name2"
 # alternated over AB_ROUNDS rounds, default 3, with BENCH_ARGS; not in the default steps; a variant's switch
 # plumb=PATH runs another build, such as a tree of tools/device/build-trees.sh)
 # (trees: tools/device/build-trees.sh with TREES, into TREES_DIR, default /tmp/plumb-trees; opsab: plumb_cuda_bench
 # OPS_SECTION, default attention-prompt, alternated over this build and each tree of TREES for OPS_ROUNDS
 # rounds, default 3, one log a run; neither is in the default steps)
+# (opsncu: Nsight Compute on this build's plumb_cuda_bench OPS_SECTION, NCU_COUNT launches, default 1, whose
+# mangled name matches the regex NCU_KERNEL after NCU_SKIP of them: stall reasons and sections in
+# opsncu-details.log and the source page, CUDA lines beside SASS with their samples, as CSV in
+# opsncu-source.log; CMAKE_EXTRA=-DCMAKE_CUDA_FLAGS=-lineinfo gives the CUDA lines; not in the default steps)
 # (PLUMB=path/to/plumb uses a plumb built elsewhere; BENCH_ARGS and HF_ARGS pass options to the benches;
 # PACK=file.tgz packs the logs into one file after every step, for a machine that returns few files.)
 # Needs .debs/ from tools/device/fetch-debs.sh (run where apt works). Writes OUT/steps.txt and one log a step.
@@ -32,7 +36,8 @@ wanted() { [[ " $steps " == *" $1 "* ]]; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv >"$out/gpu.txt" 2>&1
 if wanted build; then
   prefix=$(tools/device/unpack-debs.sh "$PWD/.prefix" | tail -1)
-  step configure 120 cmake -S . -B build-validate -G Ninja -DPLUMB_CUDA=ON "$prefix" || exit 1
+  # shellcheck disable=SC2086  # CMAKE_EXTRA may be several arguments
+  step configure 120 cmake -S . -B build-validate -G Ninja -DPLUMB_CUDA=ON ${CMAKE_EXTRA:-} "$prefix" || exit 1
   step build 400 ninja -C build-validate || exit 1
 fi
 plumb=${PLUMB:-$PWD/build-validate/src/cli/plumb}
@@ -73,6 +78,18 @@ if wanted opsab; then
         ${OPS_SECTION:-attention-prompt}
     done
   done
+fi
+if wanted opsncu; then
+  ncu=${NCU:-ncu}
+  report=$out/opsncu
+  # shellcheck disable=SC2086  # the section may be several words
+  step opsncu-report 600 "$ncu" --kernel-name-base mangled -k "regex:${NCU_KERNEL:?opsncu needs NCU_KERNEL}" \
+    --launch-skip "${NCU_SKIP:-0}" --launch-count "${NCU_COUNT:-1}" --set full --import-source yes \
+    --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' -f -o "$report" \
+    build-validate/src/cuda/plumb_cuda_bench ${OPS_SECTION:-matmul-prompt}
+  step opsncu-details 120 "$ncu" --import "$report.ncu-rep" --page details --csv
+  step opsncu-source 120 "$ncu" --import "$report.ncu-rep" --page source --print-source cuda,sass --csv
+  gzip -f "$out/opsncu-source.log"
 fi
 # bench NAME DECODE [GRAPHS]: plumb bench on $model with the decode matmul (1) or the tiled matmul alone (0),
 # and CUDA graphs off (0) or on (1, the default).
