@@ -32,7 +32,7 @@ cudaError_t launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, s
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute.val.programmaticStreamSerializationAllowed = 1;
-  if (dependent_launch_supported()) {
+  if (dependent_launch_on()) {
     config.attrs = &attribute;
     config.numAttrs = 1;
   }

@@ -162,7 +162,7 @@ PlainLaunchScope::~PlainLaunchScope() {
   plain_launches = before_;
 }
 
-bool dependent_launch_supported() {
+bool dependent_launch_on() {
   // PLUMB_CUDA_DEPENDENT_LAUNCH=0 queues every kernel in plain stream order (to measure what overlap gives).
   static const bool allowed = env_switch_on("PLUMB_CUDA_DEPENDENT_LAUNCH");
   return allowed && !plain_launches && current_compute_capability() >= 90;

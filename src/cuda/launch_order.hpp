@@ -12,7 +12,7 @@ inline constexpr int64_t kDependentLaunchRows = 128;
 
 // Whether this thread's next launch is a dependent one (dependent_launch.cuh): compute capability 9.0 or
 // later, not switched off (PLUMB_CUDA_DEPENDENT_LAUNCH=0), and outside a plain PlainLaunchScope.
-bool dependent_launch_supported();
+bool dependent_launch_on();
 
 // While one is alive on a thread with `plain` true, that thread's launches are in plain stream order.
 class PlainLaunchScope {

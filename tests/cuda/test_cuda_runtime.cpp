@@ -136,21 +136,21 @@ TEST(CudaRuntime, UploadRefusesAMismatchByName) {
 // Calls of prompt size queue in plain stream order (measured faster there); a scope restores what was before.
 TEST(CudaRuntime, PlainLaunchScopesTurnDependentLaunchesOffAndRestoreThem) {
   PLUMB_GPU_OR_SKIP();
-  if (!dependent_launch_supported()) GTEST_SKIP() << "no dependent launches on this device or switched off";
+  if (!dependent_launch_on()) GTEST_SKIP() << "no dependent launches on this device or switched off";
   {
     const PlainLaunchScope decode_rows(false);
-    EXPECT_TRUE(dependent_launch_supported());
+    EXPECT_TRUE(dependent_launch_on());
   }
   {
     const PlainLaunchScope prompt_rows(true);
-    EXPECT_FALSE(dependent_launch_supported());
+    EXPECT_FALSE(dependent_launch_on());
     {
       const PlainLaunchScope inner(false);  // an op run inside another keeps the outer's order
-      EXPECT_FALSE(dependent_launch_supported());
+      EXPECT_FALSE(dependent_launch_on());
     }
-    EXPECT_FALSE(dependent_launch_supported());
+    EXPECT_FALSE(dependent_launch_on());
   }
-  EXPECT_TRUE(dependent_launch_supported());
+  EXPECT_TRUE(dependent_launch_on());
 }
 
 }  // namespace
