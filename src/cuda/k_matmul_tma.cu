@@ -5,8 +5,9 @@
 // and no thread computes copy addresses. Blocks of bf16 tiles stay resident and take the call's tiles and K
 // splits in turn, so the copies of the next run while one is written, and sum each split into one of two sets
 // in turn, so the tensor cores are not drained at a split's fold (consume_rotating). The same wgmma steps in
-// the same order and the same K-split fold as k_matmul.cu's 128-row tile: the same bits.
-// PLUMB_CUDA_TMA_MATMUL=0 turns it off.
+// the same order and the same K-split fold as k_matmul.cu's 128-row tile: the same bits. bf16 calls of two
+// row tiles or more run in pairs of blocks (a cluster) that each copy half of a weight tile into both.
+// PLUMB_CUDA_TMA_MATMUL=0 turns the ring off, PLUMB_CUDA_RING_PAIRS=0 the pairs.
 #include <cudaTypedefs.h>
 
 #include <algorithm>
@@ -70,21 +71,29 @@ __device__ Ring<kBits> ring_in(char* shared_bytes) {
 
 // The tiles and splits of the call as work items, in tile order (place_tile) within each split; a block
 // takes items blockIdx.x, + gridDim.x, ..., so a stage of the next item is copied while this one finishes.
+// Pairs of blocks (a cluster, kPairs) take items of two row tiles side by side, m_tiles counting the pairs:
+// each copies half of the weight tile into both (multicast), so L2 feeds 24 KiB a stage a block, not 32.
 struct RingWork {
   int n_tiles, m_tiles, items;  // within 32 bits (ring_tile_fits)
 };
+
+template <bool kPairs>
+constexpr int kClusterBlocks = kPairs ? 2 : 1;
 
 struct RingItem {
   int m0, n0, split, kt0, kt1;
 };
 
-__device__ RingItem ring_item(const Params& p, const RingWork& work, int item) {
+// Item `item` of a block of cluster rank `rank` (a pair's row tiles are 2 m and 2 m + 1).
+template <bool kPairs>
+__device__ RingItem ring_item(const Params& p, const RingWork& work, int item, int rank) {
   const int tiles = work.n_tiles * work.m_tiles, split = item / tiles;
   const TilePlace place = place_tile<int64_t>(item % tiles, work.n_tiles, work.m_tiles);
   const int tiles_per_split = static_cast<int>(p.tiles_per_split), k_tiles = static_cast<int>(p.k_tiles);
   const int kt0 = p.cross ? split * tiles_per_split : 0;
   const int kt1 = p.cross ? min(kt0 + tiles_per_split, k_tiles) : k_tiles;
-  return {static_cast<int>(place.m_tile) * 128, static_cast<int>(place.n_tile) * kTileN, split, kt0, kt1};
+  const int m_tile = static_cast<int>(place.m_tile) * kClusterBlocks<kPairs> + rank;
+  return {m_tile * 128, static_cast<int>(place.n_tile) * kTileN, split, kt0, kt1};
 }
 
 // Blocks of bf16 tiles stay resident and walk the items (consume_rotating); affine tiles take one item a
@@ -92,11 +101,20 @@ __device__ RingItem ring_item(const Params& p, const RingWork& work, int item) {
 template <int kBits>
 constexpr bool kResident = kBits == 0;
 
-template <int kBits, class F>
+// The first item of this block's cluster and the step to its next.
+template <bool kPairs>
+__device__ __forceinline__ int first_item() {
+  return static_cast<int>(blockIdx.x) / kClusterBlocks<kPairs>;
+}
+template <bool kPairs>
+__device__ __forceinline__ int item_step() {
+  return static_cast<int>(gridDim.x) / kClusterBlocks<kPairs>;
+}
+
+template <int kBits, bool kPairs, class F>
 __device__ __forceinline__ void each_item(const RingWork& work, F&& f) {
   if constexpr (kResident<kBits>) {
-    for (int item = static_cast<int>(blockIdx.x); item < work.items; item += static_cast<int>(gridDim.x))
-      f(item);
+    for (int item = first_item<kPairs>(); item < work.items; item += item_step<kPairs>()) f(item);
   } else {
     f(static_cast<int>(blockIdx.x));
   }
@@ -108,11 +126,12 @@ struct RingSplit {
   bool first, last;  // the item's first split (its sums start the total) and last (the total goes out)
 };
 
+template <bool kPairs>
 class SplitWalk {
  public:
-  __device__ SplitWalk(const Params& p, const RingWork& work)
-      : p_(p), work_(work), item_(static_cast<int>(blockIdx.x)) {
-    if (item_ < work_.items) it_ = ring_item(p_, work_, item_);
+  __device__ SplitWalk(const Params& p, const RingWork& work, int rank)
+      : p_(p), work_(work), rank_(rank), item_(first_item<kPairs>()) {
+    if (item_ < work_.items) it_ = ring_item<kPairs>(p_, work_, item_, rank_);
     next_kt_ = it_.kt0;
   }
 
@@ -120,9 +139,9 @@ class SplitWalk {
   __device__ bool next(RingSplit& s) {
     if (item_ >= work_.items) return false;
     if (next_kt_ >= it_.kt1) {
-      item_ += static_cast<int>(gridDim.x);
+      item_ += item_step<kPairs>();
       if (item_ >= work_.items) return false;
-      it_ = ring_item(p_, work_, item_);
+      it_ = ring_item<kPairs>(p_, work_, item_, rank_);
       next_kt_ = it_.kt0;
     }
     const int kt1 = min(next_kt_ + static_cast<int>(p_.tiles_per_split), it_.kt1);
@@ -134,26 +153,36 @@ class SplitWalk {
  private:
   const Params& p_;
   const RingWork& work_;
-  int item_;
+  int rank_, item_;
   RingItem it_{};
   int next_kt_;
 };
 
-// One thread: each k tile of each item into the next stage once the consumers have given that stage back.
-template <int kBits>
+// One thread: each k tile of each item into the next stage once the consumers have given that stage back
+// (in pairs, both blocks' consumers: the stage's weight rows land in both; this block copies half of them,
+// whose map's box is 64 rows).
+template <int kBits, bool kPairs = false>
 __device__ void produce(const Ring<kBits>& ring, const CUtensorMap* x_map, const CUtensorMap* w_map,
-                        const Params& p, const RingWork& work) {
+                        const Params& p, const RingWork& work, int rank = 0) {
   using R = RingLayout<kBits>;
   int t = 0;  // stages used so far
-  each_item<kBits>(work, [&](int item) {
-    const RingItem it = ring_item(p, work, item);
+  each_item<kBits, kPairs>(work, [&](int item) {
+    const RingItem it = ring_item<kPairs>(p, work, item, rank);
     for (int kt = it.kt0; kt < it.kt1; ++kt, ++t) {
       const int slot = t % kRingStages;
-      barrier_wait(ring.empty(slot), static_cast<uint32_t>(t / kRingStages & 1) ^ 1u);
-      barrier_arrive_expect(ring.full(slot), R::kStageBytes);
-      // Affine codes are addressed in 32-bit words: 2 * kBits of them a row per k tile.
-      tile_copy(ring.weight_tile(slot), w_map, kBits == 0 ? kt * kTileK : kt * 2 * kBits, it.n0,
-                ring.full(slot));
+      const uint32_t free_parity = static_cast<uint32_t>(t / kRingStages & 1) ^ 1u;
+      if constexpr (kPairs) {
+        barrier_wait_cluster(ring.empty(slot), free_parity);
+        barrier_arrive_expect(ring.full(slot), R::kStageBytes);
+        tile_copy_multicast(ring.weight_tile(slot) + rank * (kTileBytes / 2), w_map, kt * kTileK,
+                            it.n0 + rank * (kTileN / 2), ring.full(slot), 0b11);
+      } else {
+        barrier_wait(ring.empty(slot), free_parity);
+        barrier_arrive_expect(ring.full(slot), R::kStageBytes);
+        // Affine codes are addressed in 32-bit words: 2 * kBits of them a row per k tile.
+        tile_copy(ring.weight_tile(slot), w_map, kBits == 0 ? kt * kTileK : kt * 2 * kBits, it.n0,
+                  ring.full(slot));
+      }
       tile_copy(ring.x_tile(slot), x_map, kt * kTileK, it.m0, ring.full(slot));
     }
   });
@@ -187,8 +216,8 @@ __device__ void consume(const Ring<kBits>& ring, const Params& p, const RingWork
   const int group = c / 128;
   const bool lead = c % 32 == 0;
   int t = 0;  // stages used so far
-  each_item<kBits>(work, [&](int item) {
-    const RingItem it = ring_item(p, work, item);
+  each_item<kBits, false>(work, [&](int item) {
+    const RingItem it = ring_item<false>(p, work, item, 0);
     const int first = t;
     Accumulators<L> acc, total;
     SplitCursor<int> split(it.kt0, it.kt1, static_cast<int>(p.tiles_per_split));
@@ -240,35 +269,42 @@ __device__ __forceinline__ void fold_done(const Params& p, RotatingSums<L>& sums
     write_tile<L>(p, sums.total, sums.done.m0, sums.done.n0, sums.done.split, c / 32, 0, c % 32);
 }
 
-// One k tile of the split: its wgmma steps into acc, then the stage before it given back.
-template <class L>
-__device__ __forceinline__ void run_tile(const Ring<0>& ring, Accumulators<L>& acc, int t, bool start,
-                                         int c) {
+// One k tile of the split: its wgmma steps into acc, then the stage before it given back (in pairs, to both
+// blocks' producers, since both copy into it).
+template <class L, bool kPairs>
+__device__ __forceinline__ void run_tile(const Ring<0>& ring, Accumulators<L>& acc, int t, bool start, int c,
+                                         int rank) {
   const int slot = t % kRingStages;
   barrier_wait(ring.full(slot), static_cast<uint32_t>(t / kRingStages & 1));
   const uint32_t a_rows = shared_address(ring.x_tile(slot)) + c / 128 * 64 * kTileK * 2;
   multiply_warpgroup<L>(a_rows, shared_address(ring.weight_tile(slot)), acc, start);
   wgmma_wait<1>();  // every step but this tile's is done
-  if (t > 0 && c % 32 == 0) barrier_arrive(ring.empty((t - 1) % kRingStages));
+  if (t > 0 && c % 32 == 0) {
+    uint64_t* before = ring.empty((t - 1) % kRingStages);
+    barrier_arrive(before);
+    if constexpr (kPairs) barrier_arrive_in(before, static_cast<uint32_t>(rank ^ 1));
+  }
 }
 
 // Split s into acc; the split before it (in other) is folded once s's first steps are in flight.
-template <class L>
+template <class L, bool kPairs>
 __device__ __forceinline__ void run_split(const Ring<0>& ring, const Params& p, const RingSplit& s,
                                           Accumulators<L>& acc, Accumulators<L>& other, RotatingSums<L>& sums,
-                                          int c) {
-  run_tile<L>(ring, acc, sums.t++, true, c);
+                                          int c, int rank) {
+  run_tile<L, kPairs>(ring, acc, sums.t++, true, c, rank);
   if (sums.pending) fold_done<L>(p, sums, other, c);
-  for (int kt = s.kt0 + 1; kt < s.kt1; ++kt) run_tile<L>(ring, acc, sums.t++, false, c);
+  for (int kt = s.kt0 + 1; kt < s.kt1; ++kt) run_tile<L, kPairs>(ring, acc, sums.t++, false, c, rank);
   sums.done = s;
   sums.pending = true;
 }
 
-__device__ void consume_rotating(const Ring<0>& ring, const Params& p, const RingWork& work, int c) {
+template <bool kPairs>
+__device__ void consume_rotating(const Ring<0>& ring, const Params& p, const RingWork& work, int c,
+                                 int rank) {
   using L = Layout<128, 0>;
   Accumulators<L> acc_a, acc_b;
   RotatingSums<L> sums;
-  SplitWalk walk(p, work);
+  SplitWalk<kPairs> walk(p, work, rank);
   RingSplit s;
   for (;;) {
     if (!walk.next(s)) {
@@ -276,14 +312,50 @@ __device__ void consume_rotating(const Ring<0>& ring, const Params& p, const Rin
       if (sums.pending) fold_done<L>(p, sums, acc_b, c);
       return;
     }
-    run_split<L>(ring, p, s, acc_a, acc_b, sums, c);
+    run_split<L, kPairs>(ring, p, s, acc_a, acc_b, sums, c, rank);
     if (!walk.next(s)) {
       wgmma_wait<0>();
       fold_done<L>(p, sums, acc_a, c);
       return;
     }
-    run_split<L>(ring, p, s, acc_b, acc_a, sums, c);
+    run_split<L, kPairs>(ring, p, s, acc_b, acc_a, sums, c, rank);
   }
+}
+#endif
+
+#if PLUMB_WGMMA
+// A block of the ring, once the kernel ahead has finished: its barriers, then the producer warpgroup and the
+// consumers (in pairs, the two blocks meet once their barriers are set and again before either exits, as each
+// copies and arrives into the other).
+template <int kBits, bool kPairs>
+__device__ __forceinline__ void ring_block(const CUtensorMap* x_map, const CUtensorMap* w_map,
+                                           const Params& p, const RingWork& work) {
+  extern __shared__ __align__(128) char shared_bytes[];
+  const Ring<kBits> ring = ring_in<kBits>(shared_bytes);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kRingStages; ++s) {
+      barrier_init(ring.full(s), 1);
+      barrier_init(ring.empty(s), kConsumerWarps * kClusterBlocks<kPairs>);
+    }
+    fence_barrier_init();
+  }
+  if constexpr (kPairs)
+    cluster_sync();
+  else
+    __syncthreads();
+  const int c = static_cast<int>(threadIdx.x);
+  const int rank = kPairs ? static_cast<int>(cluster_rank()) : 0;
+  if (c >= kConsumerThreads) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
+    if (c == kConsumerThreads) produce<kBits, kPairs>(ring, x_map, w_map, p, work, rank);
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegisters));
+    if constexpr (kResident<kBits>)
+      consume_rotating<kPairs>(ring, p, work, c, rank);
+    else
+      consume<kBits>(ring, p, work, c);
+  }
+  if constexpr (kPairs) cluster_sync();
 }
 #endif
 
@@ -292,28 +364,20 @@ __global__ void __launch_bounds__(kRingThreads, 1)
     matmul_ring_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
                        Params p, RingWork work) {
 #if PLUMB_WGMMA
-  extern __shared__ __align__(128) char shared_bytes[];
-  const Ring<kBits> ring = ring_in<kBits>(shared_bytes);
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kRingStages; ++s) {
-      barrier_init(ring.full(s), 1);
-      barrier_init(ring.empty(s), kConsumerWarps);
-    }
-    fence_barrier_init();
-  }
-  __syncthreads();
   wait_for_previous_kernel();
-  const int c = static_cast<int>(threadIdx.x);
-  if (c >= kConsumerThreads) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
-    if (c == kConsumerThreads) produce<kBits>(ring, &x_map, &w_map, p, work);
-    return;
-  }
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegisters));
-  if constexpr (kResident<kBits>)
-    consume_rotating(ring, p, work, c);
-  else
-    consume<kBits>(ring, p, work, c);
+  ring_block<kBits, false>(&x_map, &w_map, p, work);
+#else
+  (void)x_map, (void)w_map, (void)p, (void)work;
+#endif
+}
+
+// bf16 items of two row tiles in pairs of blocks; w_map's box is half a weight tile (64 rows).
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kRingThreads, 1)
+    matmul_ring_pairs_kernel(const __grid_constant__ CUtensorMap x_map,
+                             const __grid_constant__ CUtensorMap w_map, Params p, RingWork work) {
+#if PLUMB_WGMMA
+  wait_for_previous_kernel();
+  ring_block<0, true>(&x_map, &w_map, p, work);
 #else
   (void)x_map, (void)w_map, (void)p, (void)work;
 #endif
@@ -349,6 +413,48 @@ bool encode_rows(CUtensorMap& map, const void* matrix, CUtensorMapDataType type,
   return encode(&map, type, 2, const_cast<void*>(matrix), dims, strides, box, steps,
                 CU_TENSOR_MAP_INTERLEAVE_NONE, bf16 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// Pairs of ring blocks that the device holds at once (0 where it holds none): the pairs' grid, since a pair
+// waiting for SMs would walk its items after the others had finished theirs.
+int resident_pairs() {
+  static const int pairs = [] {
+    using R = RingLayout<0>;
+    int clusters = 0;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(static_cast<unsigned>(2 * current_multiprocessors()));
+    config.blockDim = dim3(kRingThreads);
+    config.dynamicSmemBytes = R::kShared;
+    if (cudaFuncSetAttribute(matmul_ring_pairs_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             R::kShared) != cudaSuccess ||
+        cudaOccupancyMaxActiveClusters(&clusters, matmul_ring_pairs_kernel, &config) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    return clusters;
+  }();
+  return pairs;
+}
+
+// bf16 calls of two row tiles or more in pairs of blocks sharing weight tiles (PLUMB_CUDA_RING_PAIRS=0: one
+// block a tile).
+cudaError_t launch_ring_pairs(const Params& p, const CUtensorMap& x_map, int64_t n_tiles, int64_t m_tiles,
+                              int64_t splits, cudaStream_t stream) {
+  CUtensorMap w_map{};
+  if (!encode_rows(w_map, p.dense, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.k, p.n, p.k, kTileK, kTileN / 2))
+    return cudaErrorInvalidValue;
+  const int64_t m_pairs = (m_tiles + 1) / 2;
+  const auto items = static_cast<int>(n_tiles * m_pairs * splits);
+  const RingWork work{static_cast<int>(n_tiles), static_cast<int>(m_pairs), items};
+  const int pairs = std::min(items, resident_pairs());
+  launch_dependent(matmul_ring_pairs_kernel, dim3(static_cast<unsigned>(2 * pairs)), kRingThreads,
+                   RingLayout<0>::kShared, stream, x_map, w_map, p, work);
+  return cudaGetLastError();
+}
+
+bool pairs_enabled() {
+  static const bool enabled = env_switch_on("PLUMB_CUDA_RING_PAIRS");
+  return enabled;
 }
 
 bool ring_enabled() {
@@ -387,6 +493,9 @@ cudaError_t launch_ring_tile(const Params& p, int64_t n_tiles, int64_t m_tiles, 
   if (!weight_mapped ||
       !encode_rows(x_map, p.x, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.k, p.rows, p.x_stride, kTileK, 128))
     return cudaErrorInvalidValue;
+  if constexpr (kBits == 0)
+    if (m_tiles >= 2 && pairs_enabled() && resident_pairs() > 0)
+      return launch_ring_pairs(p, x_map, n_tiles, m_tiles, splits, stream);
   const cudaError_t code = cudaFuncSetAttribute(matmul_ring_kernel<kBits>,
                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, R::kShared);
   if (code != cudaSuccess) return code;

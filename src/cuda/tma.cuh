@@ -52,4 +52,47 @@ __device__ __forceinline__ void tile_copy(void* tile, const CUtensorMap* map, in
       : "memory");
 }
 
+// tile_copy into the same place of each CTA of the cluster in `ctas` (a bit a CTA rank), completing its bytes
+// on the barrier at the same place in each.
+__device__ __forceinline__ void tile_copy_multicast(void* tile, const CUtensorMap* map, int32_t inner,
+                                                    int32_t outer, uint64_t* barrier, uint16_t ctas) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], "
+      "[%1, {%2, %3}], [%4], %5;\n" ::"r"(shared_address(tile)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(inner), "r"(outer), "r"(shared_address(barrier)), "h"(ctas)
+      : "memory");
+}
+
+// This CTA's rank in its cluster.
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+  return rank;
+}
+
+// Arrives on the barrier at this barrier's place in CTA `cta` of the cluster.
+__device__ __forceinline__ void barrier_arrive_in(uint64_t* barrier, uint32_t cta) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n"
+               : "=r"(remote)
+               : "r"(shared_address(barrier)), "r"(cta));
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+}
+
+// barrier_wait for a phase that other CTAs of the cluster arrive on.
+__device__ __forceinline__ void barrier_wait_cluster(uint64_t* barrier, uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred done;\nwait_loop:\n"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait_loop;\n}\n" ::"r"(shared_address(barrier)),
+      "r"(parity)
+      : "memory");
+}
+
+// Every thread of every CTA of the cluster meets here (each CTA's barriers initialized before anyone copies
+// into them; none exits while another may still copy or arrive into it).
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+
 }  // namespace plumb::cuda
