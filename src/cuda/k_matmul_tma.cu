@@ -11,6 +11,8 @@
 #include <cudaTypedefs.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <string_view>
 
 #include "cuda/dependent_launch.cuh"
@@ -371,8 +373,16 @@ __global__ void __launch_bounds__(kRingThreads, 1)
 #endif
 }
 
+// Pairs are clusters, which sm_90 has and earlier targets do not (their pass compiles the body out; the pairs
+// run only where wgmma_runs_here).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define PLUMB_RING_PAIR
+#else
+#define PLUMB_RING_PAIR __cluster_dims__(2, 1, 1)
+#endif
+
 // bf16 items of two row tiles in pairs of blocks; w_map's box is half a weight tile (64 rows).
-__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kRingThreads, 1)
+__global__ void PLUMB_RING_PAIR __launch_bounds__(kRingThreads, 1)
     matmul_ring_pairs_kernel(const __grid_constant__ CUtensorMap x_map,
                              const __grid_constant__ CUtensorMap w_map, Params p, RingWork work) {
 #if PLUMB_WGMMA
@@ -415,38 +425,50 @@ bool encode_rows(CUtensorMap& map, const void* matrix, CUtensorMapDataType type,
                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-// Pairs of ring blocks that the device holds at once (0 where it holds none): the pairs' grid, since a pair
-// waiting for SMs would walk its items after the others had finished theirs.
+// Pairs of ring blocks that the current device holds at once (0 where it holds none), asked once a device:
+// the pairs' grid, since a pair waiting for SMs would walk its items after the others had finished theirs.
 int resident_pairs() {
-  static const int pairs = [] {
-    using R = RingLayout<0>;
-    int clusters = 0;
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(static_cast<unsigned>(2 * current_multiprocessors()));
-    config.blockDim = dim3(kRingThreads);
-    config.dynamicSmemBytes = R::kShared;
-    if (cudaFuncSetAttribute(matmul_ring_pairs_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             R::kShared) != cudaSuccess ||
-        cudaOccupancyMaxActiveClusters(&clusters, matmul_ring_pairs_kernel, &config) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return 0;
-    }
-    return clusters;
-  }();
-  return pairs;
+  constexpr int kDevices = 64;
+  static std::array<std::atomic<int>, kDevices> known_plus_one{};  // 0: not asked yet
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kDevices) return 0;
+  if (const int known = known_plus_one[device].load(); known > 0) return known - 1;
+  int clusters = 0;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(2 * current_multiprocessors()));
+  config.blockDim = dim3(kRingThreads);
+  config.dynamicSmemBytes = RingLayout<0>::kShared;
+  if (cudaOccupancyMaxActiveClusters(&clusters, matmul_ring_pairs_kernel, &config) != cudaSuccess) {
+    (void)cudaGetLastError();
+    clusters = 0;
+  }
+  known_plus_one[device].store(clusters + 1);
+  return clusters;
 }
 
 // bf16 calls of two row tiles or more in pairs of blocks sharing weight tiles (PLUMB_CUDA_RING_PAIRS=0: one
 // block a tile).
+// The pairs kernel's shared memory allowed (set for the current device), then resident_pairs; 0 where either
+// fails, so the call takes one block a tile.
+int pairs_ready() {
+  if (cudaFuncSetAttribute(matmul_ring_pairs_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           RingLayout<0>::kShared) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return resident_pairs();
+}
+
 cudaError_t launch_ring_pairs(const Params& p, const CUtensorMap& x_map, int64_t n_tiles, int64_t m_tiles,
-                              int64_t splits, cudaStream_t stream) {
+                              int64_t splits, int resident, cudaStream_t stream) {
   CUtensorMap w_map{};
   if (!encode_rows(w_map, p.dense, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.k, p.n, p.k, kTileK, kTileN / 2))
     return cudaErrorInvalidValue;
+
   const int64_t m_pairs = (m_tiles + 1) / 2;
   const auto items = static_cast<int>(n_tiles * m_pairs * splits);
   const RingWork work{static_cast<int>(n_tiles), static_cast<int>(m_pairs), items};
-  const int pairs = std::min(items, resident_pairs());
+  const int pairs = std::min(items, resident);
   launch_dependent(matmul_ring_pairs_kernel, dim3(static_cast<unsigned>(2 * pairs)), kRingThreads,
                    RingLayout<0>::kShared, stream, x_map, w_map, p, work);
   return cudaGetLastError();
@@ -493,9 +515,12 @@ cudaError_t launch_ring_tile(const Params& p, int64_t n_tiles, int64_t m_tiles, 
   if (!weight_mapped ||
       !encode_rows(x_map, p.x, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.k, p.rows, p.x_stride, kTileK, 128))
     return cudaErrorInvalidValue;
-  if constexpr (kBits == 0)
-    if (m_tiles >= 2 && pairs_enabled() && resident_pairs() > 0)
-      return launch_ring_pairs(p, x_map, n_tiles, m_tiles, splits, stream);
+  if constexpr (kBits == 0) {
+    if (m_tiles >= 2 && pairs_enabled()) {
+      const int pairs = pairs_ready();
+      if (pairs > 0) return launch_ring_pairs(p, x_map, n_tiles, m_tiles, splits, pairs, stream);
+    }
+  }
   const cudaError_t code = cudaFuncSetAttribute(matmul_ring_kernel<kBits>,
                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, R::kShared);
   if (code != cudaSuccess) return code;
