@@ -172,15 +172,12 @@ __device__ void produce(const Ring<kBits>& ring, const CUtensorMap* x_map, const
     const RingItem it = ring_item<kPairs>(p, work, item, rank);
     for (int kt = it.kt0; kt < it.kt1; ++kt, ++t) {
       const int slot = t % kRingStages;
-      const uint32_t free_parity = static_cast<uint32_t>(t / kRingStages & 1) ^ 1u;
+      barrier_wait(ring.empty(slot), static_cast<uint32_t>(t / kRingStages & 1) ^ 1u);
+      barrier_arrive_expect(ring.full(slot), R::kStageBytes);
       if constexpr (kPairs) {
-        barrier_wait_cluster(ring.empty(slot), free_parity);
-        barrier_arrive_expect(ring.full(slot), R::kStageBytes);
         tile_copy_multicast(ring.weight_tile(slot) + rank * (kTileBytes / 2), w_map, kt * kTileK,
                             it.n0 + rank * (kTileN / 2), ring.full(slot), 0b11);
       } else {
-        barrier_wait(ring.empty(slot), free_parity);
-        barrier_arrive_expect(ring.full(slot), R::kStageBytes);
         // Affine codes are addressed in 32-bit words: 2 * kBits of them a row per k tile.
         tile_copy(ring.weight_tile(slot), w_map, kBits == 0 ? kt * kTileK : kt * 2 * kBits, it.n0,
                   ring.full(slot));

@@ -70,23 +70,15 @@ __device__ __forceinline__ uint32_t cluster_rank() {
   return rank;
 }
 
-// Arrives on the barrier at this barrier's place in CTA `cta` of the cluster.
+// Arrives on the barrier at this barrier's place in CTA `cta` of the cluster (release at CTA scope, as a
+// local arrive: a cluster-scope release costs a fence each arrival, and the reads it orders are this CTA's
+// own).
 __device__ __forceinline__ void barrier_arrive_in(uint64_t* barrier, uint32_t cta) {
   uint32_t remote;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n"
                : "=r"(remote)
                : "r"(shared_address(barrier)), "r"(cta));
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
-}
-
-// barrier_wait for a phase that other CTAs of the cluster arrive on.
-__device__ __forceinline__ void barrier_wait_cluster(uint64_t* barrier, uint32_t parity) {
-  asm volatile(
-      "{\n.reg .pred done;\nwait_loop:\n"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra wait_loop;\n}\n" ::"r"(shared_address(barrier)),
-      "r"(parity)
-      : "memory");
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
 }
 
 // Every thread of every CTA of the cluster meets here (each CTA's barriers initialized before anyone copies
