@@ -7,7 +7,8 @@ namespace plumb::cuda {
 
 // Calls of more rows than this queue their kernels in plain stream order instead of as dependent launches:
 // measured on an H100 (bf16 12B prompts), overlapping a prompt's launches cost 3.1% of a 2048-token forward
-// and 6.4% of an 8192-token one, while decode steps (up to 32 streams, and drafted rows) gain from it.
+// and 6.4% of an 8192-token one (4.0% to 5.0% at 256, 512, 1024 and 2048 tokens with the ring's pairs), while
+// decode steps (up to 32 streams, and drafted rows) gain from it.
 inline constexpr int64_t kDependentLaunchRows = 128;
 
 // Whether this thread's next launch is a dependent one (dependent_launch.cuh): compute capability 9.0 or
