@@ -135,6 +135,15 @@ void expect_rows_independent(const std::string& what, const Weight& weight, cons
   const std::vector<uint8_t> got = run_matmul(*gpu(), weight, tall, 1100);
   testing::expect_same_bits(what + ": 1100 rows",
                             std::vector<uint8_t>(got.begin(), got.begin() + 128 * out_bytes), all, 2);
+  // The second row tile (a pair's second block in the bf16 ring) and the last, partial one (a pair whose
+  // second block has no rows) equal calls of those rows alone.
+  for (const auto& [first, count] : {std::pair<int64_t, int64_t>{128, 128}, {1024, 76}}) {
+    const Values rows(tall.begin() + first * in, tall.begin() + (first + count) * in);
+    testing::expect_same_bits(
+        fmt::format("{}: 1100 rows, rows {} to {}", what, first, first + count - 1),
+        std::vector<uint8_t>(got.begin() + first * out_bytes, got.begin() + (first + count) * out_bytes),
+        run_matmul(*gpu(), weight, rows, count), 2);
+  }
   testing::expect_same_bits(what + ": repeat", run_matmul(*gpu(), weight, x, 128), all, 2);
 }
 
