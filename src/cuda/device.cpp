@@ -108,18 +108,23 @@ Result<DeviceInfo> select_device(int index) {
   return info;
 }
 
+int current_device_slot() {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kCachedDevices) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  return device;
+}
+
 const DeviceInfo* current_device_info() {
-  constexpr int kMaxDevices = 64;
   struct Known {
     std::once_flag read;
     std::optional<DeviceInfo> info;
   };
-  static std::array<Known, kMaxDevices> known;
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kMaxDevices) {
-    (void)cudaGetLastError();
-    return nullptr;
-  }
+  static std::array<Known, kCachedDevices> known;
+  const int device = current_device_slot();
+  if (device < 0) return nullptr;
   Known& entry = known[static_cast<size_t>(device)];
   std::call_once(entry.read, [&] {
     auto info = device_info(device);

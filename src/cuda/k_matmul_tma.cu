@@ -425,10 +425,9 @@ bool encode_rows(CUtensorMap& map, const void* matrix, CUtensorMapDataType type,
 // Pairs of ring blocks that the current device holds at once (0 where it holds none), asked once a device:
 // the pairs' grid, since a pair waiting for SMs would walk its items after the others had finished theirs.
 int resident_pairs() {
-  constexpr int kDevices = 64;
-  static std::array<std::atomic<int>, kDevices> known_plus_one{};  // 0: not asked yet
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kDevices) return 0;
+  static std::array<std::atomic<int>, kCachedDevices> known_plus_one{};  // 0: not asked yet
+  const int device = current_device_slot();
+  if (device < 0) return 0;
   if (const int known = known_plus_one[device].load(); known > 0) return known - 1;
   int clusters = 0;
   cudaLaunchConfig_t config{};

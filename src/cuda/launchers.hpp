@@ -18,6 +18,11 @@ bool env_switch_on(const char* variable);
 // Loads a trivial kernel: fails when the driver has no image of this build for the current device.
 cudaError_t probe_kernel_image();
 
+// The current device's index for caches kept per device (below kCachedDevices), or -1 where there is none
+// or it is beyond them (the error cleared).
+inline constexpr int kCachedDevices = 64;
+int current_device_slot();
+
 // The current device as the launchers choose by it, read once per device (device.cpp's current_device_info):
 // compute capability as major * 10 + minor, multiprocessors, and the shared memory a block may opt into; 0
 // when there is no device.
