@@ -13,17 +13,19 @@ constexpr int kDimChunk = 64;                // head-dim columns of the queries 
 constexpr int kStageStride = kDimChunk + 8;  // bf16 a staged row (ldmatrix's eight rows 16 bytes apart)
 constexpr int kStages =
     2;  // cp.async stages: one copying while one multiplies (three left fewer blocks an SM)
-// Value pieces of kDimChunk columns a values walk stage holds for one copy of the weight rows: two halve the
-// weight copies and slot tests a column (H100: the 2048-row global layer 0.661 -> 0.646 ms, sliding unmoved,
-// at three blocks an SM instead of four).
-constexpr int kWalkPieces = 2;
+// Value pieces of kDimChunk columns a values walk stage holds for one copy of the weight rows. One: a wgmma
+// m64n64 chain a stage at 94 registers, five blocks an SM (H100: sliding layer 0.373 -> 0.363 ms, global
+// 0.659 -> 0.644); two halved the weight copies for the mma.sync walk (global 0.661 -> 0.646 ms then).
+constexpr int kWalkPieces = 1;
 constexpr int kWalkColumns = kWalkPieces * kDimChunk;  // output columns of a values walk block
 constexpr int kRowPieces = kDimChunk / 8;              // 16-byte pieces of a staged row
 constexpr int kRowCopies = kThreads / kRowPieces;      // rows a pass of the block's threads copies
 constexpr int kCopiesPerThread = kSlots / kRowCopies;
-// A values walk stage: kSlots weight rows, then kWalkPieces pieces of kPart value rows, of kStageStride.
+// A values walk stage: kSlots weight rows, then kWalkPieces pieces of kPart value rows, of kStageStride
+// (mma.sync) or kDimChunk (wgmma, 1024-byte aligned: the host sizes for both).
 constexpr int kStageElements = (kSlots + kWalkPieces * kPart) * kStageStride;
-constexpr size_t kWalkShared = size_t{kStages} * kStageElements * sizeof(uint16_t);
+constexpr size_t kWalkShared = size_t{kStages} * kStageElements * sizeof(uint16_t) + 1024;
+static_assert(kStageElements * sizeof(uint16_t) % 1024 == 0, "each stage starts 1024-byte aligned");
 static_assert(kSlots == kPart, "a thread copies the same rows of the slots' and the keys' halves");
 static_assert(kSlots % kRowCopies == 0, "the block's threads copy whole rows");
 static_assert(kWeightStride == kStageStride, "weight rows are staged as partition_values reads them");
@@ -149,12 +151,14 @@ __device__ __forceinline__ int copy_piece() {
 }
 
 // Where a staged row's 16-byte piece goes, in bf16 from the stage: padded rows of kStageStride (the values
-// walk), or rows of kDimChunk in the 128-byte swizzle that wgmma reads (the score walk, swizzled_chunk).
+// walk's mma.sync steps), or rows of kDimChunk in the 128-byte swizzle that wgmma reads (swizzled_chunk).
 struct PaddedRows {
+  static constexpr int kRowElements = kStageStride;
   __device__ int operator()(int row, int piece) const { return row * kStageStride + piece * 8; }
 };
 
 struct SwizzledRows {
+  static constexpr int kRowElements = kDimChunk;
   __device__ int operator()(int row, int piece) const { return swizzled_chunk(row, piece) * 8; }
 };
 

@@ -3,12 +3,15 @@
 // each slot's sums are added in registers (out = sum_0, then out = out + sum_j), sum_j = partition_values'
 // mma k16 steps over the partition's keys from zero of p_j = bf16(exp(s_j - m) / l) (the weights
 // normalize_kernel stores) and the values; out rounds to bf16 once. Weights and values come through kStages
-// cp.async stages, the next partition's copying while one multiplies.
+// cp.async stages, the next partition's copying while one multiplies. On sm_90a a partition's sums are the
+// warpgroup's wgmma steps (the values an N-major operand) from 128-byte swizzled rows, the bits of the
+// mma.sync steps that other builds take from padded rows (CudaWgmma).
 #include <algorithm>
 
 #include "cuda/attention_tiles.cuh"
 #include "cuda/dependent_launch.cuh"
 #include "cuda/launchers.hpp"
+#include "cuda/wgmma.cuh"
 
 namespace plumb::cuda {
 
@@ -18,6 +21,14 @@ namespace {
 
 // A warp's running sums: its kScoreSlots slots by the block's kWalkColumns columns, 32 at a time.
 using WalkSums = float[kWalkColumns / 32][4][4];
+
+// Where a stage's rows go: swizzled for wgmma, padded for ldmatrix.
+#if PLUMB_WGMMA
+using WalkRows = SwizzledRows;
+static_assert(kDimChunk == 64, "a piece's sums are one wgmma m64n64 chain");
+#else
+using WalkRows = PaddedRows;
+#endif
 
 // Whether a slot sees partition part_lo + rel (SlotEntry), and whether it is the slot's first.
 struct SlotPart {
@@ -39,7 +50,7 @@ __device__ void copy_weights(const Params& params, const SlotEntry* slots, int r
     const bool seen = slot_part(e, rel).sees;
     const uint16_t* source = params.weights;
     if (seen) source += (e.part_row + rel - e.lo) * kPart + piece * 8;
-    copy16(stage + slot * kStageStride + piece * 8, source, seen);
+    copy16(stage + WalkRows{}(slot, piece), source, seen);
   }
 }
 
@@ -52,8 +63,8 @@ __device__ bool copied_non_finite(const uint16_t* stage) {
   for (int v = 0; v < kWalkPieces; ++v)
 #pragma unroll
     for (int n = 0; n < kCopiesPerThread; ++n) {
-      const uint4 eight = *reinterpret_cast<const uint4*>(
-          stage + (kSlots + v * kPart + copy_row(n)) * kStageStride + copy_piece() * 8);
+      const uint4 eight =
+          *reinterpret_cast<const uint4*>(stage + WalkRows{}(kSlots + v * kPart + copy_row(n), copy_piece()));
       for (const uint32_t pair : {eight.x, eight.y, eight.z, eight.w})
         carries |= (pair & 0x7f807f80u) + 0x00800080u;
     }
@@ -66,32 +77,62 @@ __device__ void copy_value_pieces(const Params& params, const TileRows& tile, co
                                   uint16_t* stage) {
 #pragma unroll
   for (int v = 0; v < kWalkPieces; ++v)
-    copy_cache_rows(params, tile, tile.segment.values, chunk.kv_head, part, column0 + v * kDimChunk,
-                    kRowPieces, key_lo, key_hi, stage + v * kPart * kStageStride);
+    copy_cache_rows<WalkRows>(params, tile, tile.segment.values, chunk.kv_head, part, column0 + v * kDimChunk,
+                              kRowPieces, key_lo, key_hi, stage + v * kPart * WalkRows::kRowElements);
+}
+
+// acc[t][e] = sum_j p_j v_j over the stage's partition for the warp's slots and value piece v's columns
+// 8 t + fragment_col(lane, e): on sm_90a the warpgroup's wgmma k16 steps from zero (every warp calls it),
+// else the warp's mma.sync steps (partition_values), 32 columns at a time.
+__device__ __forceinline__ void piece_sums(const uint16_t* stage, int v, float (&acc)[kDimChunk / 8][4]) {
+#if PLUMB_WGMMA
+  const uint64_t weights = wgmma_descriptor(shared_address(stage));
+  const uint64_t values = wgmma_descriptor_n_major(shared_address(stage + (kSlots + v * kPart) * kDimChunk));
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < kPart / kDotStep; ++kk)  // a k16 step: 32 bytes of a weight row, 16 value rows
+    wgmma_m64n64k16<1>(acc, wgmma_step(weights, kk), values + uint64_t{kDotStep * kDimChunk * 2 / 16} * kk,
+                       kk != 0);
+  wgmma_commit();
+  wgmma_wait<0>();
+#else
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+#pragma unroll
+  for (int strip = 0; strip < kDimChunk / 32; ++strip) {
+    float part[4][4];
+    partition_values<kStageStride>(stage + warp * kScoreSlots * kStageStride,
+                                   stage + (kSlots + v * kPart) * kStageStride, strip * 32, part);
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[strip * 4 + nt][e] = part[nt][e];
+  }
+#endif
 }
 
 // Adds the partition's sums of the stage to the warp's slots that see it, a slot's first partition starting
-// its sum (only slot `only`, or every slot with -1).
+// its sum (only slot `only`, or every slot with -1). Every thread calls it.
 __device__ void add_partition(const SlotEntry* slots, int rel, const uint16_t* stage, int only,
                               WalkSums& out) {
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  if (only >= 0 && warp != only / kScoreSlots) return;  // another warp's slot
-  SlotPart rows[2];
-  for (int half = 0; half < 2; ++half) {
-    const int slot = warp * kScoreSlots + lane / 4 + half * 8;
-    rows[half] = only >= 0 && slot != only ? SlotPart{false, false} : slot_part(slots[slot], rel);
-  }
 #pragma unroll
-  for (int strip = 0; strip < kWalkColumns / 32; ++strip) {
-    constexpr int kPieceStrips = kDimChunk / 32;
-    float acc[4][4];
-    partition_values<kStageStride>(stage + warp * kScoreSlots * kStageStride,
-                                   stage + (kSlots + strip / kPieceStrips * kPart) * kStageStride,
-                                   strip % kPieceStrips * 32, acc);
-    each_fragment_element<1, 4>([&](int, int nt, int e) {
-      const SlotPart& r = rows[e / 2];
-      if (r.sees) out[strip][nt][e] = r.first ? acc[nt][e] : out[strip][nt][e] + acc[nt][e];
-    });
+  for (int v = 0; v < kWalkPieces; ++v) {  // a piece at a time: one piece's sums live
+    float acc[kDimChunk / 8][4];
+    piece_sums(stage, v, acc);
+    SlotPart rows[2];  // read after the steps, so that they hold no registers across them
+    for (int half = 0; half < 2; ++half) {
+      const int slot = warp * kScoreSlots + lane / 4 + half * 8;
+      rows[half] = only >= 0 && slot != only ? SlotPart{false, false} : slot_part(slots[slot], rel);
+    }
+#pragma unroll
+    for (int t = 0; t < kDimChunk / 8; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const SlotPart& r = rows[e / 2];
+        const int tile = v * kDimChunk / 8 + t;  // the n8 tile of the block's columns
+        float& sum = out[tile / 4][tile % 4][e];
+        if (r.sees) sum = r.first ? acc[t][e] : sum + acc[t][e];
+      }
   }
 }
 
@@ -118,23 +159,35 @@ __device__ void write_sums(const Params& params, const TileRows& tile, const Hea
   }
 }
 
-// The slots' multiplications of a partition whose staged values hold one that is not finite: a slot that
-// does not see its key would take 0 x inf where the decode kernel stages a zero, so each slot multiplies
-// the values staged again with only the keys it sees. Every thread calls it; it waits for all copies.
-__device__ void add_partition_slot_by_slot(const Params& params, const TileRows& tile, const HeadChunk& chunk,
-                                           const SlotEntry* slots, int column0, int rel, uint16_t* stage,
-                                           WalkSums& out) {
+// The next slot after `slot` that sees partition part_lo + rel, or kSlots.
+__device__ __forceinline__ int next_seeing_slot(const SlotEntry* slots, int rel, int slot) {
+  while (++slot < kSlots && !slot_part(slots[slot], rel).sees) {
+  }
+  return slot;
+}
+
+// Adds a partition's sums: every slot's at once, or, where its staged values hold one that is not finite,
+// slot by slot (a slot that does not see that key would take 0 x inf where the decode kernel stages a zero),
+// each slot multiplying the values staged again with only the keys it sees. Every thread calls it; the
+// slot by slot path waits for all copies.
+__device__ void add_stage(const Params& params, const TileRows& tile, const HeadChunk& chunk,
+                          const SlotEntry* slots, int column0, int rel, bool non_finite, uint16_t* stage,
+                          WalkSums& out) {
   const int64_t part = tile.part_lo + rel;
-  for (int k = 0; k < kSlots; ++k) {
-    if (!slot_part(slots[k], rel).sees) continue;  // the same for the whole block
-    const int64_t key_lo = max(part * kPart, int64_t{slots[k].first}),
-                  key_hi = min(part * kPart + kPart - 1, int64_t{slots[k].position});
-    __syncthreads();  // the last slot's values are used
-    copy_value_pieces(params, tile, chunk, part, column0, key_lo, key_hi, stage);
-    copy_commit();
-    copy_wait<0>();
-    __syncthreads();
-    add_partition(slots, rel, stage, k, out);
+  int only = non_finite ? next_seeing_slot(slots, rel, -1) : -1;
+  while (only < kSlots) {
+    if (only >= 0) {  // the same for the whole block
+      const int64_t key_lo = max(part * kPart, int64_t{slots[only].first}),
+                    key_hi = min(part * kPart + kPart - 1, int64_t{slots[only].position});
+      __syncthreads();  // the last slot's values are used
+      copy_value_pieces(params, tile, chunk, part, column0, key_lo, key_hi, stage);
+      copy_commit();
+      copy_wait<0>();
+      fence_async_shared();  // the copies before the tensor cores' reads
+      __syncthreads();
+    }
+    add_partition(slots, rel, stage, only, out);
+    only = only >= 0 ? next_seeing_slot(slots, rel, only) : kSlots;
   }
 }
 
@@ -147,8 +200,9 @@ __host__ __device__ inline int walk_strips(int head_dim) {
 // partitions in order.
 __global__ void __launch_bounds__(kThreads) values_walk_kernel(Params params) {
   wait_for_previous_kernel();
-  extern __shared__ float4 dynamic_shared[];
-  uint16_t* stages = reinterpret_cast<uint16_t*>(dynamic_shared);  // [kStages][kStageElements]
+  extern __shared__ __align__(128) char dynamic_shared[];
+  uint16_t* stages = reinterpret_cast<uint16_t*>(  // [kStages][kStageElements], 1024-byte aligned
+      dynamic_shared + (1024 - shared_address(dynamic_shared) % 1024) % 1024);
   __shared__ TileRows tile;
   __shared__ SlotEntry slots[kSlots];
   if (!load_tile(params, tile)) return;
@@ -170,14 +224,12 @@ __global__ void __launch_bounds__(kThreads) values_walk_kernel(Params params) {
   for (int step = 0; step < steps; ++step) {
     uint16_t* stage = stages + step % kStages * kStageElements;
     copy_wait<kStages - 2>();  // this step's group is in (the thread's copies)
+    fence_async_shared();      // ... and ordered before the tensor cores' reads
     // Every thread's copies are in, the stage copied next was used a step ago, and whether any staged
     // value is not finite.
     const bool non_finite = __syncthreads_or(copied_non_finite(stage)) != 0;
     copy_step(step + kStages - 1);
-    if (non_finite)
-      add_partition_slot_by_slot(params, tile, chunk, slots, column0, step, stage, out);
-    else
-      add_partition(slots, step, stage, -1, out);
+    add_stage(params, tile, chunk, slots, column0, step, non_finite, stage, out);
   }
   write_sums(params, tile, chunk, column0, out);
 }

@@ -24,6 +24,14 @@ __device__ __forceinline__ uint64_t wgmma_descriptor(uint32_t address) {
          uint64_t{1} << 62;
 }
 
+// An N-major B operand of 64 columns (a partition's values: a row a key): 128-byte swizzled rows, 8-row
+// groups 1024 bytes apart (the stride field; the leading field spans 64-column blocks, of which there is
+// one). A k16 step is 16 rows, 2048 bytes, on.
+__device__ __forceinline__ uint64_t wgmma_descriptor_n_major(uint32_t address) {
+  return uint64_t{(address & 0x3ffffu) >> 4} | uint64_t{1} << 16 | uint64_t{1024 >> 4} << 32 |
+         uint64_t{1} << 62;
+}
+
 // The descriptor of k16 step kk of a tile: 32 bytes on is 2 in the address field, which cannot carry out of
 // it (shared addresses stay below 2^18), so the step is one add rather than the address masked and shifted.
 __device__ __forceinline__ uint64_t wgmma_step(uint64_t tile_descriptor, int kk) {
@@ -69,16 +77,18 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&acc)[16][4], uint64_t a
       : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
 }
 // acc = (accumulate ? acc : 0) + A[64, 16] * B[64, 16]^T (the prompt attention's score walk: 64 query slots
-// by a partition's 64 keys), in the same fragments as wgmma_m64n128k16.
+// by a partition's 64 keys; with kNMajorB, the values walk's 64 slots by 64 value columns), in the same
+// fragments as wgmma_m64n128k16.
+template <int kNMajorB = 0>
 __device__ __forceinline__ void wgmma_m64n64k16(float (&acc)[8][4], uint64_t a, uint64_t b, bool accumulate) {
   asm volatile(
       "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %34, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, "
       "%11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, "
-      "%31}, %32, %33, accumulate, 1, 1, 0, 0;\n}\n"
+      "%31}, %32, %33, accumulate, 1, 1, 0, %35;\n}\n"
       : PLUMB_ACC4(0), PLUMB_ACC4(1), PLUMB_ACC4(2), PLUMB_ACC4(3), PLUMB_ACC4(4), PLUMB_ACC4(5),
         PLUMB_ACC4(6), PLUMB_ACC4(7)
-      : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
+      : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)), "n"(kNMajorB));
 }
 #undef PLUMB_ACC4
 #endif

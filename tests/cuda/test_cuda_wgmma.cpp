@@ -9,10 +9,10 @@
 namespace plumb::cuda {
 namespace {
 
-TEST(CudaWgmma, StepsGiveTheBitsOfMmaSyncSteps) {
-  PLUMB_GPU_OR_SKIP();
+void expect_wgmma_bits(bool n_major) {
   testing::WgmmaComparison result;
-  ASSERT_TRUE(testing::compare_wgmma_with_mma_sync(128, result)) << "a CUDA call of the comparison failed";
+  ASSERT_TRUE(testing::compare_wgmma_with_mma_sync(128, n_major, result))
+      << "a CUDA call of the comparison failed";
   if (!result.compiled)
     GTEST_SKIP() << "this build or GPU has no sm_90a code: the 128-row tile takes mma.sync";
   EXPECT_EQ(result.mismatches, 0u) << fmt::format(
@@ -22,6 +22,17 @@ TEST(CudaWgmma, StepsGiveTheBitsOfMmaSyncSteps) {
       result.mismatches, result.outputs, result.kind, result.accumulator, result.from_nothing, result.index,
       result.expected, result.got);
   EXPECT_EQ(result.outputs, 45ull * 128 * 64 * 128);  // every case ran
+}
+
+TEST(CudaWgmma, StepsGiveTheBitsOfMmaSyncSteps) {
+  PLUMB_GPU_OR_SKIP();
+  expect_wgmma_bits(false);
+}
+
+// The values walk's B operand: rows of keys (N-major), 64 columns a chain.
+TEST(CudaWgmma, NMajorStepsGiveTheBitsOfMmaSyncSteps) {
+  PLUMB_GPU_OR_SKIP();
+  expect_wgmma_bits(true);
 }
 
 }  // namespace

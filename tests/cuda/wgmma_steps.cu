@@ -3,7 +3,7 @@
 // 128-row tile may take wgmma only because the two give the same bits. Inputs cover normal values, wide and
 // extreme exponents, exactly cancelling pairs, subnormal products, signed zeros and overflow; accumulators
 // normal, +0, -0 and wide; and the first step of a K split starting from nothing (scale-d 0) against mma.sync
-// adding to +0.
+// adding to +0. The values walk's form, B N-major (rows of k), is compared the same way.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -55,8 +55,10 @@ __global__ void mma_sync_kernel(const uint16_t* a_all, const uint16_t* b_all, co
 
 // The same with one warpgroup's wgmma steps from 128-byte-swizzled shared tiles (k_matmul.cu's layout); with
 // from_nothing the first step does not accumulate and c is not read. *compiled = 1 where the build has wgmma.
+// n_major: B staged as rows of k (two 64-column blocks, as the values walk stages values) and multiplied as
+// two m64n64k16 chains of the N-major form.
 __global__ void wgmma_kernel(const uint16_t* a_all, const uint16_t* b_all, const float* c_all, float* out_all,
-                             bool from_nothing, int* compiled) {
+                             bool from_nothing, bool n_major, int* compiled) {
 #if PLUMB_WGMMA
   extern __shared__ __align__(128) char shared_bytes[];
   char* shared = shared_bytes + (1024 - shared_address(shared_bytes) % 1024) % 1024;
@@ -79,6 +81,14 @@ __global__ void wgmma_kernel(const uint16_t* a_all, const uint16_t* b_all, const
     for (int i = threadIdx.x; i < (kM + kN) * 8; i += blockDim.x) {
       const int row = i / 8, chunk = i % 8;
       const bool is_a = row < kM;
+      if (n_major &&
+          !is_a) {  // b rows n0 .. n0 + 7 at k = kt * 64 + r: block n0 / 64, row r, chunk n0 % 64 / 8
+        const int r = (row - kM) % 64, n0 = (row - kM) / 64 * 64 + chunk * 8;
+        alignas(16) uint16_t eight[8];
+        for (int n = 0; n < 8; ++n) eight[n] = b[(n0 + n) * kK + kt * 64 + r];
+        b_tile[n0 / 64 * 512 + swizzled_chunk(r, chunk)] = *reinterpret_cast<const uint4*>(eight);
+        continue;
+      }
       const uint16_t* source = is_a ? a + row * kK : b + (row - kM) * kK;
       uint4* tile = is_a ? a_tile : b_tile;
       tile[swizzled_chunk(is_a ? row : row - kM, chunk)] =
@@ -87,10 +97,18 @@ __global__ void wgmma_kernel(const uint16_t* a_all, const uint16_t* b_all, const
     fence_async_shared();
     __syncthreads();
     wgmma_fence();
-    for (int kk = 0; kk < 4; ++kk)
-      wgmma_m64n128k16(acc, wgmma_descriptor(shared_address(a_tile) + kk * 32),
-                       wgmma_descriptor(shared_address(b_tile) + kk * 32),
-                       !(from_nothing && kt == 0 && kk == 0));
+    for (int kk = 0; kk < 4; ++kk) {
+      const uint64_t a_step = wgmma_descriptor(shared_address(a_tile) + kk * 32);
+      const bool accumulate = !(from_nothing && kt == 0 && kk == 0);
+      if (!n_major) {
+        wgmma_m64n128k16(acc, a_step, wgmma_descriptor(shared_address(b_tile) + kk * 32), accumulate);
+        continue;
+      }
+      for (int block = 0; block < 2; ++block)  // 64 k rows of 128 bytes a block; a k16 step is 16 rows on
+        wgmma_m64n64k16<1>(reinterpret_cast<float(&)[8][4]>(acc[block * 8]), a_step,
+                           wgmma_descriptor_n_major(shared_address(b_tile) + block * 8192 + kk * 2048),
+                           accumulate);
+    }
     wgmma_commit();
     wgmma_wait<0>();
   }
@@ -98,7 +116,7 @@ __global__ void wgmma_kernel(const uint16_t* a_all, const uint16_t* b_all, const
     for (int e = 0; e < 4; ++e)
       out[(warp * 16 + fragment_row(lane, e)) * kN + t * 8 + fragment_col(lane, e)] = acc[t][e];
 #else
-  (void)a_all, (void)b_all, (void)c_all, (void)out_all, (void)from_nothing, (void)compiled;
+  (void)a_all, (void)b_all, (void)c_all, (void)out_all, (void)from_nothing, (void)n_major, (void)compiled;
 #endif
 }
 
@@ -169,7 +187,7 @@ struct DeviceBuffer {
 
 }  // namespace
 
-bool compare_wgmma_with_mma_sync(int blocks, WgmmaComparison& result) {
+bool compare_wgmma_with_mma_sync(int blocks, bool n_major, WgmmaComparison& result) {
   const size_t a_count = size_t{kM} * kK * blocks, b_count = size_t{kN} * kK * blocks;
   const size_t c_count = size_t{kM} * kN * blocks;
   std::vector<uint16_t> a(a_count), b(b_count);
@@ -201,7 +219,7 @@ bool compare_wgmma_with_mma_sync(int blocks, WgmmaComparison& result) {
           return false;
         mma_sync_kernel<<<blocks, 128>>>(device_a.data, device_b.data, device_c.data, device_expected.data);
         wgmma_kernel<<<blocks, 128, shared>>>(device_a.data, device_b.data, device_c.data, device_got.data,
-                                              from_nothing != 0, compiled.data);
+                                              from_nothing != 0, n_major, compiled.data);
         if (cudaDeviceSynchronize() != cudaSuccess) return false;
         int has_wgmma = 0;
         if (cudaMemcpy(&has_wgmma, compiled.data, sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess)

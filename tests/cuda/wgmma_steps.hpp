@@ -14,8 +14,8 @@ struct WgmmaComparison {
   uint32_t expected = 0, got = 0;
 };
 
-// Runs every case over `blocks` blocks of 64 x 128 outputs, K = 256, on device 0; false where a CUDA call
-// failed.
-bool compare_wgmma_with_mma_sync(int blocks, WgmmaComparison& result);
+// Runs every case over `blocks` blocks of 64 x 128 outputs, K = 256, on device 0, B K-major (the matmul
+// tile, the score walk) or N-major (the values walk); false where a CUDA call failed.
+bool compare_wgmma_with_mma_sync(int blocks, bool n_major, WgmmaComparison& result);
 
 }  // namespace plumb::cuda::testing
