@@ -85,9 +85,10 @@ __device__ void copy_value_pieces(const Params& params, const TileRows& tile, co
 // 8 t + fragment_col(lane, e): on sm_90a the warpgroup's wgmma k16 steps from zero (every warp calls it),
 // else the warp's mma.sync steps (partition_values), 32 columns at a time.
 __device__ __forceinline__ void piece_sums(const uint16_t* stage, int v, float (&acc)[kDimChunk / 8][4]) {
+  const uint16_t* piece = stage + (kSlots + v * kPart) * WalkRows::kRowElements;  // its value rows
 #if PLUMB_WGMMA
   const uint64_t weights = wgmma_descriptor(shared_address(stage));
-  const uint64_t values = wgmma_descriptor_n_major(shared_address(stage + (kSlots + v * kPart) * kDimChunk));
+  const uint64_t values = wgmma_descriptor(shared_address(piece));  // N-major: a row a key
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < kPart / kDotStep; ++kk)  // a k16 step: 32 bytes of a weight row, 16 value rows
@@ -100,8 +101,7 @@ __device__ __forceinline__ void piece_sums(const uint16_t* stage, int v, float (
 #pragma unroll
   for (int strip = 0; strip < kDimChunk / 32; ++strip) {
     float part[4][4];
-    partition_values<kStageStride>(stage + warp * kScoreSlots * kStageStride,
-                                   stage + (kSlots + v * kPart) * kStageStride, strip * 32, part);
+    partition_values<kStageStride>(stage + warp * kScoreSlots * kStageStride, piece, strip * 32, part);
 #pragma unroll
     for (int nt = 0; nt < 4; ++nt)
 #pragma unroll

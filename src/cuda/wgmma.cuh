@@ -19,15 +19,9 @@ namespace plumb::cuda {
 
 // Shared-memory matrix descriptor: 16-byte address units, 8-row groups 1024 bytes apart, 128-byte swizzle.
 // The swizzle is a function of the address, so each tile starts 1024-byte aligned; a k16 step is 32 bytes on.
+// It serves an N-major B operand of 64 columns too (the values walk's values, a row a key): the leading field
+// spans 64-column blocks, of which there is one, and a k16 step is 16 rows, 2048 bytes, on.
 __device__ __forceinline__ uint64_t wgmma_descriptor(uint32_t address) {
-  return uint64_t{(address & 0x3ffffu) >> 4} | uint64_t{1} << 16 | uint64_t{1024 >> 4} << 32 |
-         uint64_t{1} << 62;
-}
-
-// An N-major B operand of 64 columns (a partition's values: a row a key): 128-byte swizzled rows, 8-row
-// groups 1024 bytes apart (the stride field; the leading field spans 64-column blocks, of which there is
-// one). A k16 step is 16 rows, 2048 bytes, on.
-__device__ __forceinline__ uint64_t wgmma_descriptor_n_major(uint32_t address) {
   return uint64_t{(address & 0x3ffffu) >> 4} | uint64_t{1} << 16 | uint64_t{1024 >> 4} << 32 |
          uint64_t{1} << 62;
 }

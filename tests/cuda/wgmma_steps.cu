@@ -106,8 +106,7 @@ __global__ void wgmma_kernel(const uint16_t* a_all, const uint16_t* b_all, const
       }
       for (int block = 0; block < 2; ++block)  // 64 k rows of 128 bytes a block; a k16 step is 16 rows on
         wgmma_m64n64k16<1>(reinterpret_cast<float(&)[8][4]>(acc[block * 8]), a_step,
-                           wgmma_descriptor_n_major(shared_address(b_tile) + block * 8192 + kk * 2048),
-                           accumulate);
+                           wgmma_descriptor(shared_address(b_tile) + block * 8192 + kk * 2048), accumulate);
     }
     wgmma_commit();
     wgmma_wait<0>();
