@@ -390,9 +390,10 @@ bool tiled_group_fits(std::span<const MatmulArgs> members) {
   return true;
 }
 
-cudaError_t launch_tiled_group(std::span<const MatmulArgs> members, std::span<void* const> areas,
-                               cudaStream_t stream, bool reduce) {
-  constexpr int kRowsTile = kGroupRowsTile;
+namespace {
+
+// The members' planned params, their blocks and their reduce blocks, numbered as GroupParams keeps them.
+GroupParams group_params(std::span<const MatmulArgs> members, std::span<void* const> areas) {
   GroupParams group{};
   group.members = static_cast<int>(members.size());
   for (int i = 0; i < group.members; ++i) {
@@ -405,6 +406,25 @@ cudaError_t launch_tiled_group(std::span<const MatmulArgs> members, std::span<vo
     group.first_reduce[i + 1] =
         group.first_reduce[i] + static_cast<uint32_t>(plan.cross ? blocks_for(p.n, kThreads) : 0);
   }
+  return group;
+}
+
+// One reduce_group_kernel launch for every member whose splits run across blocks.
+cudaError_t launch_group_reduce(const GroupParams& group, int64_t rows, cudaStream_t stream) {
+  if (group.first_reduce[group.members] == 0) return cudaSuccess;
+  launch_dependent(
+      reduce_group_kernel,
+      dim3(static_cast<unsigned>(group.first_reduce[group.members]), static_cast<unsigned>(rows)), kThreads,
+      0, stream, group);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_tiled_group(std::span<const MatmulArgs> members, std::span<void* const> areas,
+                               cudaStream_t stream, bool reduce) {
+  constexpr int kRowsTile = kGroupRowsTile;
+  const GroupParams group = group_params(members, areas);
   using L = Layout<kRowsTile, 0, kTileStages<kRowsTile, 0>>;
   auto kernel = matmul_group_kernel<kRowsTile>;
   cudaError_t code =
@@ -413,12 +433,25 @@ cudaError_t launch_tiled_group(std::span<const MatmulArgs> members, std::span<vo
   launch_dependent(kernel, dim3(static_cast<unsigned>(group.first_block[group.members])), kThreads,
                    L::kSharedBytes, stream, group);
   if ((code = cudaGetLastError()) != cudaSuccess) return code;
-  if (!reduce || group.first_reduce[group.members] == 0) return cudaSuccess;
-  launch_dependent(
-      reduce_group_kernel,
-      dim3(static_cast<unsigned>(group.first_reduce[group.members]), static_cast<unsigned>(members[0].rows)),
-      kThreads, 0, stream, group);
-  return cudaGetLastError();
+  return reduce ? launch_group_reduce(group, members[0].rows, stream) : cudaSuccess;
+}
+
+bool tiled_members_fit(std::span<const MatmulArgs> members) {
+  return std::ranges::all_of(members, [](const MatmulArgs& m) {
+    return !m.weight.affine && m.weight.dense_kind == DenseKind::bf16 &&
+           plan_for(m.rows, m.weight.out, m.weight.in).m_tiles <= 65535;  // one slab, as launch_matmul's
+  });
+}
+
+cudaError_t launch_tiled_members(std::span<const MatmulArgs> members, std::span<void* const> areas,
+                                 cudaStream_t stream) {
+  const GroupParams group = group_params(members, areas);
+  for (int i = 0; i < group.members; ++i) {
+    const Params& p = group.member[i];
+    const cudaError_t code = run_any(p, plan_for(p.rows, p.n, p.k), 0, stream);
+    if (code != cudaSuccess) return code;
+  }
+  return launch_group_reduce(group, members[0].rows, stream);
 }
 
 bool tiled_geglu_fits(std::span<const MatmulArgs> members) {

@@ -69,6 +69,7 @@ cudaError_t launch_matmul_group(std::span<const MatmulArgs> members, void* scrat
   if (grouped && decode_group_fits(members, decode))
     return launch_decode_group(members, member_area, counters, stream);
   if (grouped && tiled_group_fits(members)) return launch_tiled_group(members, member_area, stream);
+  if (grouped && tiled_members_fit(members)) return launch_tiled_members(members, member_area, stream);
   for (size_t i = 0; i < members.size(); ++i)
     if (const cudaError_t code = launch_matmul(members[i], areas[i], counters, decode, stream);
         code != cudaSuccess)

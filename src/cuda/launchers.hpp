@@ -72,7 +72,8 @@ int64_t decode_layout_bytes(const WeightArgs& weight);
 cudaError_t launch_decode_layout(const WeightArgs& weight, void* layout, cudaStream_t stream);
 // Matmuls of one x (rows, x and its stride the same) as one launch where they all take the decode kernel or
 // all are bf16 at 17 to 32 rows (each member its own plan, so each the bits launch_matmul gives), else one
-// after another (also with PLUMB_CUDA_MATMUL_GROUP=0). Each member gets its own part of the scratch.
+// after another, bf16 members' split partials added by one reduce launch (one a member with
+// PLUMB_CUDA_MATMUL_GROUP=0). Each member gets its own part of the scratch.
 size_t matmul_group_scratch_bytes(std::span<const MatmulArgs> members);
 cudaError_t launch_matmul_group(std::span<const MatmulArgs> members, void* scratch, unsigned* counters,
                                 bool decode, cudaStream_t stream);

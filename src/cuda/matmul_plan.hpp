@@ -31,6 +31,12 @@ bool tiled_group_fits(std::span<const MatmulArgs> members);
 // With reduce false the members' partials are left for the caller's reduce launch.
 cudaError_t launch_tiled_group(std::span<const MatmulArgs> members, std::span<void* const> areas,
                                cudaStream_t stream, bool reduce = true);
+// bf16 members the grouped kernel does not take, each on its own tiled launch as launch_matmul runs it; the
+// partials of those whose K splits run across blocks (decode rows) are added by one reduce launch, not one a
+// member.
+bool tiled_members_fit(std::span<const MatmulArgs> members);
+cudaError_t launch_tiled_members(std::span<const MatmulArgs> members, std::span<void* const> areas,
+                                 cudaStream_t stream);
 // Whether gate and up both take the tiled kernel split across blocks (bf16 at decode rows).
 bool tiled_geglu_fits(std::span<const MatmulArgs> members);
 // Gate and up on the tiled kernel (grouped where `grouped` and tiled_group_fits), their partials added by

@@ -1,6 +1,7 @@
 // matmul_group on CUDA: each member's rows equal its own ops::matmul bit for bit, whether the group takes the
-// decode kernel (affine weights of one code width), the grouped tiled kernel (bf16 at 17 to 32 rows) or one
-// launch per member (other row counts, mixed formats).
+// decode kernel (affine weights of one code width), the grouped tiled kernel (bf16 at 17 to 32 rows), a tiled
+// launch per member with one reduce for them all (bf16 at other row counts) or one launch per member (mixed
+// formats).
 #include <memory>
 #include <tuple>
 
