@@ -39,4 +39,26 @@ cudaError_t launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, s
   return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
 }
 
+// launch_dependent for blocks in clusters of `cluster` (sm_90; more than 8 blocks a cluster needs the
+// kernel's cudaFuncAttributeNonPortableClusterSizeAllowed).
+template <class... Params, class... Args>
+cudaError_t launch_dependent_clusters(void (*kernel)(Params...), dim3 grid, dim3 cluster, dim3 block,
+                                      size_t shared_bytes, cudaStream_t stream, Args&&... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = shared_bytes;
+  config.stream = stream;
+  cudaLaunchAttribute attributes[2]{};
+  attributes[0].id = cudaLaunchAttributeClusterDimension;
+  attributes[0].val.clusterDim.x = cluster.x;
+  attributes[0].val.clusterDim.y = cluster.y;
+  attributes[0].val.clusterDim.z = cluster.z;
+  attributes[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attributes[1].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attributes;
+  config.numAttrs = dependent_launch_on() ? 2 : 1;
+  return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
+
 }  // namespace plumb::cuda

@@ -81,6 +81,19 @@ __device__ __forceinline__ void barrier_arrive_in(uint64_t* barrier, uint32_t ct
   asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
 }
 
+// The float at shared address `local` of this CTA, read at the same place in CTA `cta` of the cluster.
+__device__ __forceinline__ float load_from_cta(uint32_t local, uint32_t cta) {
+  uint32_t remote;
+  float value;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(cta));
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(value) : "r"(remote) : "memory");
+  return value;
+}
+
+__device__ __forceinline__ float load_from_cta(const float* local, uint32_t cta) {
+  return load_from_cta(shared_address(local), cta);
+}
+
 // Every thread of every CTA of the cluster meets here (each CTA's barriers initialized before anyone copies
 // into them; none exits while another may still copy or arrive into it).
 __device__ __forceinline__ void cluster_sync() {
