@@ -81,17 +81,15 @@ __device__ __forceinline__ void barrier_arrive_in(uint64_t* barrier, uint32_t ct
   asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
 }
 
-// The float at shared address `local` of this CTA, read at the same place in CTA `cta` of the cluster.
-__device__ __forceinline__ float load_from_cta(uint32_t local, uint32_t cta) {
+// The float at `local` in this CTA's shared memory, read at the same place in CTA `cta` of the cluster.
+__device__ __forceinline__ float load_from_cta(const float* local, uint32_t cta) {
   uint32_t remote;
   float value;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(cta));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n"
+               : "=r"(remote)
+               : "r"(shared_address(local)), "r"(cta));
   asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(value) : "r"(remote) : "memory");
   return value;
-}
-
-__device__ __forceinline__ float load_from_cta(const float* local, uint32_t cta) {
-  return load_from_cta(shared_address(local), cta);
 }
 
 // Every thread of every CTA of the cluster meets here (each CTA's barriers initialized before anyone copies
