@@ -10,13 +10,13 @@
 // Rows of up to kWholeSpan partitions are "whole": one values block merges the stats into m and l, makes p_j
 // and adds each partition's sum p_j v_j in order, writing out. Longer rows are "split": normalize_kernel
 // merges m and l once per (row, head), a values block per partition writes its partial sums, merge_kernel
-// adds them in partition order. On sm_90 whole rows take k_attention_cluster.cu's one launch instead, a
-// cluster of one block a partition making the same steps in the same order. Blocks take a few query heads
-// of a kv group (1, 2, 4 or 16, whichever gives enough blocks) and values blocks a strip of kColumns output
-// columns. Prompt chunks of groups up to kSlots
-// heads take k_attention_tiles.cu's score walk, which stages each partition once for a tile of rows, and for
-// split rows normalize_kernel's weights and k_attention_walk.cu's values walk, which adds each row's sums in
-// registers in the same order (no partials, no merge). No choice here changes a bit.
+// adds them in partition order. On sm_90 whole rows of calls of up to 8 rows take k_attention_cluster.cu's
+// one launch instead, a cluster of one block a partition making the same steps in the same order. Blocks
+// take a few query heads of a kv group (1, 2, 4 or 16, whichever gives enough blocks) and values blocks a
+// strip of kColumns output columns. Prompt chunks of groups up to kSlots heads take k_attention_tiles.cu's
+// score walk, which stages each partition once for a tile of rows, and for split rows normalize_kernel's
+// weights and k_attention_walk.cu's values walk, which adds each row's sums in registers in the same order
+// (no partials, no merge). No choice here changes a bit.
 #include <algorithm>
 
 #include "cuda/attention_device.cuh"
