@@ -357,8 +357,8 @@ struct DeviceLimits {
 bool chunk_tiled(const Params& params, const DeviceLimits& limits);
 cudaError_t run_chunk(Params params, bool tiled, const DeviceLimits& limits, cudaStream_t stream);
 cudaError_t launch_score_tiles(const Params& params, cudaStream_t stream);
-// k_attention_cluster.cu: whether whole rows take one launch of clusters (sm_90), and that launch with
-// `heads` query heads a block.
+// k_attention_cluster.cu: whether a call's whole rows take one launch of clusters (sm_90, up to 8 rows), and
+// that launch with `heads` query heads a block.
 bool clusters_take(const Params& params);
 cudaError_t launch_whole_clusters(Params params, int heads, cudaStream_t stream);
 cudaError_t launch_value_walk(const Params& params, cudaStream_t stream);

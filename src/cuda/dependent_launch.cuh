@@ -21,26 +21,9 @@ __device__ __forceinline__ void wait_for_previous_kernel() {
 #endif
 }
 
-template <class... Params, class... Args>
-cudaError_t launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes,
-                             cudaStream_t stream, Args&&... args) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = grid;
-  config.blockDim = block;
-  config.dynamicSmemBytes = shared_bytes;
-  config.stream = stream;
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
-  if (dependent_launch_on()) {
-    config.attrs = &attribute;
-    config.numAttrs = 1;
-  }
-  return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
-}
-
-// launch_dependent for blocks in clusters of `cluster` (sm_90; more than 8 blocks a cluster needs the
-// kernel's cudaFuncAttributeNonPortableClusterSizeAllowed).
+// A launch that may start while the kernel ahead of it finishes (where dependent_launch_on()), its blocks in
+// clusters of `cluster` (sm_90; more than 8 blocks a cluster needs the kernel's
+// cudaFuncAttributeNonPortableClusterSizeAllowed), or in none where `cluster` holds no block.
 template <class... Params, class... Args>
 cudaError_t launch_dependent_clusters(void (*kernel)(Params...), dim3 grid, dim3 cluster, dim3 block,
                                       size_t shared_bytes, cudaStream_t stream, Args&&... args) {
@@ -50,15 +33,25 @@ cudaError_t launch_dependent_clusters(void (*kernel)(Params...), dim3 grid, dim3
   config.dynamicSmemBytes = shared_bytes;
   config.stream = stream;
   cudaLaunchAttribute attributes[2]{};
-  attributes[0].id = cudaLaunchAttributeClusterDimension;
-  attributes[0].val.clusterDim.x = cluster.x;
-  attributes[0].val.clusterDim.y = cluster.y;
-  attributes[0].val.clusterDim.z = cluster.z;
-  attributes[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attributes[1].val.programmaticStreamSerializationAllowed = 1;
+  unsigned count = 0;
+  if (cluster.x * cluster.y * cluster.z > 0) {
+    attributes[count].id = cudaLaunchAttributeClusterDimension;
+    attributes[count++].val.clusterDim = {cluster.x, cluster.y, cluster.z};
+  }
+  if (dependent_launch_on()) {
+    attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attributes[count++].val.programmaticStreamSerializationAllowed = 1;
+  }
   config.attrs = attributes;
-  config.numAttrs = dependent_launch_on() ? 2 : 1;
+  config.numAttrs = count;
   return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
+
+template <class... Params, class... Args>
+cudaError_t launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes,
+                             cudaStream_t stream, Args&&... args) {
+  return launch_dependent_clusters(kernel, grid, dim3(0, 0, 0), block, shared_bytes, stream,
+                                   std::forward<Args>(args)...);
 }
 
 }  // namespace plumb::cuda
