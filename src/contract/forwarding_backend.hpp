@@ -36,6 +36,9 @@ class ForwardingBackend : public ops::Backend {
   void matmul(const ops::MatmulLaunch& launch) override { real_.matmul(launch); }
   void matmul_group(const ops::MatmulGroupLaunch& launch) override { real_.matmul_group(launch); }
   void matmul_geglu(const ops::MatmulGegluLaunch& launch) override { real_.matmul_geglu(launch); }
+  void matmul_head_norms(const ops::MatmulHeadNormsLaunch& launch) override {
+    real_.matmul_head_norms(launch);
+  }
   void geglu(const ops::RowsLaunch& launch) override { real_.geglu(launch); }
   void add(const ops::RowsLaunch& launch) override { real_.add(launch); }
   void scale(const ops::RowsLaunch& launch) override { real_.scale(launch); }

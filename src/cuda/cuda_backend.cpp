@@ -356,40 +356,56 @@ void CudaBackend::sample(const ops::SampleLaunch& launch) {
       [&] { return rows_label("sample", launch.rows, launch.width); });
 }
 
-template <typename Label>
+template <typename Label, typename Launch>
 void CudaBackend::run_matmuls(std::string_view op, std::span<const MatmulArgs> args, const Label& label,
-                              const RowsArgs* geglu) {
+                              const Launch& launch) {
   if (failed()) return;
   const size_t bytes = matmul_group_scratch_bytes(args);
   void* area = bytes > 0 ? scratch(op, bytes) : nullptr;
   if (bytes > 0 && area == nullptr) return;
   unsigned* counters = matmul_counters();
   if (counters == nullptr) return;
-  const bool decode = options_.decode_matmul;
   run(
-      op, args.front().rows,
-      [&] {
-        return geglu != nullptr ? launch_matmul_geglu(args, *geglu, area, counters, decode, stream_.get())
-                                : launch_matmul_group(args, area, counters, decode, stream_.get());
-      },
+      op, args.front().rows, [&] { return launch(area, counters, options_.decode_matmul, stream_.get()); },
       label);
 }
 
-void CudaBackend::matmul(const ops::MatmulLaunch& launch) {
-  const MatmulArgs args = matmul_args(launch);
-  run_matmuls("matmul", std::span(&args, 1),
-              [&] { return fmt::format("matmul {} rows {}", weight_label(launch.weight), launch.rows); });
+namespace {
+
+// launch_matmul_group as run_matmuls launches it.
+cudaError_t group_launch(std::span<const MatmulArgs> args, void* area, unsigned* counters, bool decode,
+                         cudaStream_t stream) {
+  return launch_matmul_group(args, area, counters, decode, stream);
 }
 
-void CudaBackend::matmul_group(const ops::MatmulGroupLaunch& launch) {
+std::vector<MatmulArgs> group_args(const ops::MatmulGroupLaunch& launch) {
   static_assert(ops::kMatmulGroupMembers == kMatmulGroupMembers);
   std::vector<MatmulArgs> args;
   for (const ops::MatmulLaunch& member : launch.members) args.push_back(matmul_args(member));
-  run_matmuls("matmul_group", args, [&] {
-    std::string label = fmt::format("matmul_group rows {}:", launch.members.front().rows);
-    for (const ops::MatmulLaunch& member : launch.members) label += " " + weight_label(member.weight);
-    return label;
-  });
+  return args;
+}
+
+std::string group_label(std::string_view op, const ops::MatmulGroupLaunch& launch) {
+  std::string label = fmt::format("{} rows {}:", op, launch.members.front().rows);
+  for (const ops::MatmulLaunch& member : launch.members) label += " " + weight_label(member.weight);
+  return label;
+}
+
+}  // namespace
+
+void CudaBackend::matmul(const ops::MatmulLaunch& launch) {
+  const MatmulArgs args = matmul_args(launch);
+  run_matmuls(
+      "matmul", std::span(&args, 1),
+      [&] { return fmt::format("matmul {} rows {}", weight_label(launch.weight), launch.rows); },
+      [&](auto... queue) { return group_launch(std::span(&args, 1), queue...); });
+}
+
+void CudaBackend::matmul_group(const ops::MatmulGroupLaunch& launch) {
+  const std::vector<MatmulArgs> args = group_args(launch);
+  run_matmuls(
+      "matmul_group", args, [&] { return group_label("matmul_group", launch); },
+      [&](auto... queue) { return group_launch(args, queue...); });
 }
 
 void CudaBackend::matmul_geglu(const ops::MatmulGegluLaunch& launch) {
@@ -401,7 +417,20 @@ void CudaBackend::matmul_geglu(const ops::MatmulGegluLaunch& launch) {
         return fmt::format("matmul_geglu rows {}: {} {}", launch.gate.rows, weight_label(launch.gate.weight),
                            weight_label(launch.up.weight));
       },
-      &geglu);
+      [&](auto... queue) { return launch_matmul_geglu(args, geglu, queue...); });
+}
+
+void CudaBackend::matmul_head_norms(const ops::MatmulHeadNormsLaunch& launch) {
+  const std::vector<MatmulArgs> args = group_args(launch.group);
+  std::vector<KvWriteSegmentArgs> segments;
+  std::optional<KvWriteArgs> cache;
+  if (launch.norms.cache != nullptr) cache = kv_write_args(*launch.norms.cache, segments);
+  const HeadNormsArgs norms = head_norms_args(launch.norms);
+  run_matmuls(
+      "matmul_head_norms", args, [&] { return group_label("matmul_head_norms", launch.group); },
+      [&](auto... queue) {
+        return launch_matmul_head_norms(args, norms, cache ? &*cache : nullptr, queue...);
+      });
 }
 
 void CudaBackend::attention(const ops::AttentionLaunch& launch) {

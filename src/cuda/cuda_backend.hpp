@@ -77,6 +77,7 @@ class CudaBackend final : public ops::Backend {
   void matmul(const ops::MatmulLaunch& launch) override;
   void matmul_group(const ops::MatmulGroupLaunch& launch) override;
   void matmul_geglu(const ops::MatmulGegluLaunch& launch) override;
+  void matmul_head_norms(const ops::MatmulHeadNormsLaunch& launch) override;
   void geglu(const ops::RowsLaunch& launch) override;
   void add(const ops::RowsLaunch& launch) override;
   void scale(const ops::RowsLaunch& launch) override;
@@ -107,11 +108,11 @@ class CudaBackend final : public ops::Backend {
   void* scratch(std::string_view op, size_t bytes, size_t least = 0);
   // The matmul's split counters (launchers.hpp), allocated and zeroed on first use.
   unsigned* matmul_counters();
-  // Matmuls of one x (one for a plain matmul) with their scratch and split counters, as `op`; with `geglu`,
-  // matmul_geglu's gate and up.
-  template <typename Label>
+  // Matmuls of one x (one for a plain matmul) with their scratch and split counters, as `op`: launch(scratch,
+  // counters, decode option, stream) queues them (launch_matmul_group, or an op that fuses its next step).
+  template <typename Label, typename Launch>
   void run_matmuls(std::string_view op, std::span<const MatmulArgs> args, const Label& label,
-                   const RowsArgs* geglu = nullptr);
+                   const Launch& launch);
 
   DeviceInfo info_;
   CudaOptions options_;

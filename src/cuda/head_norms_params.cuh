@@ -22,6 +22,10 @@ struct HeadNormsParams {
 };
 static_assert(sizeof(HeadNormsParams) <= 4096, "head_norms' kernel parameters exceed 4 KiB");
 
+// head_norms' kernel parameters for a launch (k_norm.cu); with more streams' caches than the table holds it
+// stays empty (segment_count 0), and the caches take kv_write's own launch.
+HeadNormsParams head_norms_params(const HeadNormsArgs& launch, const KvWriteArgs* cache);
+
 // Where kv vector (r, h)'s key and value go in row r's cache (kv_write's slot), or nulls without caches.
 __device__ __forceinline__ void cache_at(const HeadNormsParams& params, int64_t r, int64_t h, int64_t dim,
                                          uint16_t*& keys, uint16_t*& values) {

@@ -444,14 +444,17 @@ bool tiled_members_fit(std::span<const MatmulArgs> members) {
 }
 
 cudaError_t launch_tiled_members(std::span<const MatmulArgs> members, std::span<void* const> areas,
-                                 cudaStream_t stream) {
+                                 cudaStream_t stream, MemberSums* sums) {
   const GroupParams group = group_params(members, areas);
   for (int i = 0; i < group.members; ++i) {
     const Params& p = group.member[i];
     const cudaError_t code = run_any(p, plan_for(p.rows, p.n, p.k), 0, stream);
     if (code != cudaSuccess) return code;
+    if (sums != nullptr)
+      sums[i] = {p.partial, static_cast<const uint16_t*>(p.out), p.out_stride, p.rows, p.n, p.splits,
+                 p.cross};
   }
-  return launch_group_reduce(group, members[0].rows, stream);
+  return sums != nullptr ? cudaSuccess : launch_group_reduce(group, members[0].rows, stream);
 }
 
 bool tiled_geglu_fits(std::span<const MatmulArgs> members) {

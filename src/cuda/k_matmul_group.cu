@@ -1,5 +1,6 @@
-// Matmuls of one x as one launch (launch_matmul_group) and matmul_geglu's gate and up, whose K-split reduce
-// adds geglu (launch_matmul_geglu): which kernel takes the group, and each member's part of the scratch. The
+// Matmuls of one x as one launch (launch_matmul_group), matmul_geglu's gate and up, whose K-split reduce
+// adds geglu (launch_matmul_geglu), and matmul_head_norms' q, k and v, whose reduce runs head_norms
+// (launch_matmul_head_norms): which kernel takes the group, and each member's part of the scratch. The
 // kernels are k_matmul_decode.cu's and k_matmul.cu's, and each member's plan is its own, so a member's bits
 // are the ones launch_matmul gives it alone.
 #include <span>
@@ -75,6 +76,30 @@ cudaError_t launch_matmul_group(std::span<const MatmulArgs> members, void* scrat
         code != cudaSuccess)
       return code;
   return cudaSuccess;
+}
+
+cudaError_t launch_matmul_head_norms(std::span<const MatmulArgs> members, const HeadNormsArgs& norms,
+                                     const KvWriteArgs* cache, void* scratch, unsigned* counters, bool decode,
+                                     cudaStream_t stream) {
+  using namespace matmul;
+  if (members.size() < 2 || members.size() > kMatmulGroupMembers) return cudaErrorInvalidValue;
+  // The members take launch_tiled_members in launch_matmul_group (bf16 at decode rows), whose reduce then
+  // runs head_norms.
+  const bool tiled_members = grouped_switch_on() && !decode_group_fits(members, decode) &&
+                             !tiled_group_fits(members) && tiled_members_fit(members);
+  if (members[0].rows > 0 && tiled_members && head_norms_reduce_fits(members, norms)) {
+    void* areas[kMatmulGroupMembers] = {};
+    MemberSums sums[kMatmulGroupMembers] = {};
+    if (const cudaError_t code =
+            launch_tiled_members(members, member_areas(members, scratch, areas), stream, sums);
+        code != cudaSuccess)
+      return code;
+    return launch_head_norms_reduce(std::span(sums, members.size()), norms, cache, stream);
+  }
+  if (const cudaError_t code = launch_matmul_group(members, scratch, counters, decode, stream);
+      code != cudaSuccess)
+    return code;
+  return launch_head_norms(norms, cache, stream);
 }
 
 cudaError_t launch_matmul_geglu(std::span<const MatmulArgs> members, const RowsArgs& geglu, void* scratch,

@@ -75,77 +75,6 @@ __global__ void rms_norm_kernel(RmsNormArgs launch) {
     out[k] = bf16_bits(normed(x, launch.weight, k, inverse));
 }
 
-// A staged row laid out lane-major for the sums: element k at (k % 16) * stride + k / 16, so that sum lane
-// l's elements are contiguous and it reads them four at a time, in the same order. The stride is a lane's
-// element count rounded up to 4, plus 4 where that is a multiple of 8, so that a half-warp's 16-byte reads
-// take two wavefronts (the least for 256 bytes). Against the row in element order, read an element a lane at
-// a time: a 1-row residual_norm 10.5 -> 9.6 us a launch, 4-bit 12B decode +0.7% at 1 stream (H200).
-__host__ __device__ constexpr int lane_major_stride(int64_t dim) {
-  const auto rounded = static_cast<int>((dim + kLanes - 1) / kLanes + 3) / 4 * 4;
-  return rounded % 8 == 0 ? rounded + 4 : rounded;
-}
-
-constexpr size_t lane_major_bytes(int64_t dim) {
-  return size_t{kLanes} * lane_major_stride(dim) * sizeof(float);
-}
-
-struct LaneMajorRow {
-  float* slots;
-  int stride;
-
-  __device__ LaneMajorRow(float* staged, int64_t dim) : slots(staged), stride(lane_major_stride(dim)) {}
-  __device__ float& operator[](int64_t k) const { return slots[k % kLanes * stride + k / kLanes]; }
-
-  // Sum lane `lane`'s squares, its elements in ascending order.
-  __device__ float lane_squares(int64_t dim, int lane) const {
-    const auto count = static_cast<int>((dim - lane + kLanes - 1) / kLanes);
-    const float* mine = slots + lane * stride;
-    float sum = 0.0f;
-    int j = 0;
-#pragma unroll 8
-    for (; j + 4 <= count; j += 4) {
-      const float4 v = *reinterpret_cast<const float4*>(mine + j);
-      sum = sum + v.x * v.x;
-      sum = sum + v.y * v.y;
-      sum = sum + v.z * v.z;
-      sum = sum + v.w * v.w;
-    }
-    for (; j < count; ++j) sum = sum + mine[j] * mine[j];
-    return sum;
-  }
-};
-
-// Stages one vector of n bf16 values into shared memory as floats, 8 a load where both allow it (n % 8 == 0,
-// 16-byte aligned), so each thread's loads are in flight together instead of one round trip per element.
-template <class Row>  // LaneMajorRow, or a plain float* in element order
-__device__ __forceinline__ void stage_vector(const uint16_t* source, const Row& target, int64_t n) {
-  if (n % 8 == 0 && rows_aligned16(source, 0)) {
-    for (int64_t c = threadIdx.x; c < n / 8; c += blockDim.x) {
-      float values[8];
-      unpack_bf16x8(reinterpret_cast<const uint4*>(source)[c], values);
-#pragma unroll
-      for (int j = 0; j < 8; ++j) target[8 * c + j] = values[j];
-    }
-  } else {
-    for (int64_t k = threadIdx.x; k < n; k += blockDim.x) target[k] = bf16_value(source[k]);
-  }
-}
-
-// 1 / sqrt(mean(x^2) + eps) of a staged vector, in inverse_rms's order (16 lanes, each sequential, then the
-// tree), for the whole block: every thread must call it, and gets the value.
-__device__ float block_inverse_rms(const LaneMajorRow& values, int64_t dim, float eps) {
-  __shared__ float inverse;
-  __syncthreads();  // the staging (or the caller's last writes) is done
-  if (threadIdx.x < 32) {
-    const int lane = static_cast<int>(threadIdx.x);
-    float sum = lane < kLanes ? values.lane_squares(dim, lane) : 0.0f;
-    sum = lane_group_total(sum);
-    if (lane == 0) inverse = inverse_of_total(sum, dim, eps);
-  }
-  __syncthreads();
-  return inverse;
-}
-
 // One block per vector for long vectors (hidden rows): the block stages x (and the weight) in shared memory
 // so the 16 lanes' sequential sums and the writes read them at shared-memory latency. Same sums, same order.
 __global__ void rms_norm_wide_kernel(RmsNormArgs launch) {
@@ -337,27 +266,31 @@ cudaError_t launch_residual_norm(const ResidualNormArgs& launch, cudaStream_t st
                                       : launch_residual_norm_blocks<kMaxFusedColumns>(launch, stream);
 }
 
-cudaError_t launch_head_norms(const HeadNormsArgs& launch, const KvWriteArgs* cache, cudaStream_t stream) {
+HeadNormsParams head_norms_params(const HeadNormsArgs& launch, const KvWriteArgs* cache) {
   const RmsNormArgs& q = launch.q.norm;
-  const int64_t vectors = q.rows * (q.heads + launch.k.norm.heads);
-  if (q.dim / 2 > kMaxRopePairs) return cudaErrorInvalidValue;
-  if (vectors == 0) return cudaSuccess;
   HeadNormsParams params{};
   params.v = launch.v;
   params.q = q;
   params.k = launch.k.norm;
   params.positions = launch.q.positions;
   for (int64_t i = 0; i < q.dim / 2; ++i) params.inv_freq[i] = launch.q.inv_freq[i];
-  if (cache != nullptr) {
-    int64_t with_rows = 0;
-    for (int64_t s = 0; s < cache->segment_count; ++s) with_rows += cache->segments[s].rows > 0 ? 1 : 0;
-    if (with_rows <= kHeadNormsSegments) {
-      params.cache_row = cache->kv_heads * cache->head_dim;
-      for (int64_t s = 0; s < cache->segment_count; ++s)
-        if (const KvWriteSegmentArgs& g = cache->segments[s]; g.rows > 0)
-          params.segments[params.segment_count++] = {g.first_row, g.cache_keys, g.cache_values, g.capacity};
-    }
-  }
+  if (cache == nullptr) return params;
+  int64_t with_rows = 0;
+  for (int64_t s = 0; s < cache->segment_count; ++s) with_rows += cache->segments[s].rows > 0 ? 1 : 0;
+  if (with_rows > kHeadNormsSegments) return params;
+  params.cache_row = cache->kv_heads * cache->head_dim;
+  for (int64_t s = 0; s < cache->segment_count; ++s)
+    if (const KvWriteSegmentArgs& g = cache->segments[s]; g.rows > 0)
+      params.segments[params.segment_count++] = {g.first_row, g.cache_keys, g.cache_values, g.capacity};
+  return params;
+}
+
+cudaError_t launch_head_norms(const HeadNormsArgs& launch, const KvWriteArgs* cache, cudaStream_t stream) {
+  const RmsNormArgs& q = launch.q.norm;
+  const int64_t vectors = q.rows * (q.heads + launch.k.norm.heads);
+  if (q.dim / 2 > kMaxRopePairs) return cudaErrorInvalidValue;
+  if (vectors == 0) return cudaSuccess;
+  const HeadNormsParams params = head_norms_params(launch, cache);
   if (head_norms_lanes_fit(q.dim, q.rows)) {
     if (const cudaError_t code = launch_head_norms_lanes(params, vectors, stream); code != cudaSuccess)
       return code;

@@ -77,6 +77,13 @@ cudaError_t launch_decode_layout(const WeightArgs& weight, void* layout, cudaStr
 size_t matmul_group_scratch_bytes(std::span<const MatmulArgs> members);
 cudaError_t launch_matmul_group(std::span<const MatmulArgs> members, void* scratch, unsigned* counters,
                                 bool decode, cudaStream_t stream);
+// matmul_head_norms: q, k and v (or q and k; members, launch_matmul_group's scratch), then head_norms
+// (launch_head_norms' cache writes) of their outputs in place, run by the members' K-split reduce at bf16
+// decode rows (one launch instead of two), else by launch_head_norms after the group; the same bits either
+// way. PLUMB_CUDA_HEAD_NORMS_REDUCE=0 always takes the second.
+cudaError_t launch_matmul_head_norms(std::span<const MatmulArgs> members, const HeadNormsArgs& norms,
+                                     const KvWriteArgs* cache, void* scratch, unsigned* counters, bool decode,
+                                     cudaStream_t stream);
 // matmul_geglu: gate and up (members, launch_matmul_group's scratch), then geglu of their outputs, added by
 // the matmuls' K-split reduce where both split into several at decode rows (the decode kernel, or the tiled
 // kernel's reduce launch), else by launch_geglu after them; the same bits either way.

@@ -31,18 +31,35 @@ bool tiled_group_fits(std::span<const MatmulArgs> members);
 // With reduce false the members' partials are left for the caller's reduce launch.
 cudaError_t launch_tiled_group(std::span<const MatmulArgs> members, std::span<void* const> areas,
                                cudaStream_t stream, bool reduce = true);
+// Where a member's sums are once its tiled launch is done: fp32 partials [splits, rows, n] to add in split
+// order (cross), or the bf16 rows the kernel stored.
+struct MemberSums {
+  const float* partial;
+  const uint16_t* out;
+  int64_t out_stride, rows, n;
+  int splits;
+  bool cross;
+};
 // bf16 members the grouped kernel does not take, each on its own tiled launch as launch_matmul runs it; the
 // partials of those whose K splits run across blocks (decode rows) are added by one reduce launch, not one a
-// member.
+// member. With `sums` ([members]) the members' launches alone, and where each one's sums are left.
 bool tiled_members_fit(std::span<const MatmulArgs> members);
 cudaError_t launch_tiled_members(std::span<const MatmulArgs> members, std::span<void* const> areas,
-                                 cudaStream_t stream);
+                                 cudaStream_t stream, MemberSums* sums = nullptr);
 // Whether gate and up both take the tiled kernel split across blocks (bf16 at decode rows).
 bool tiled_geglu_fits(std::span<const MatmulArgs> members);
 // Gate and up on the tiled kernel (grouped where `grouped` and tiled_group_fits), their partials added by
 // one reduce_geglu_kernel launch instead of two reduce launches and geglu's.
 cudaError_t launch_tiled_geglu(std::span<const MatmulArgs> members, std::span<void* const> areas,
                                const RowsArgs& geglu, bool grouped, cudaStream_t stream);
+
+// k_head_norms_reduce.cu: whether head_norms reads and writes the members' outputs in place (q, k and v, or
+// q and k with the values from the raw keys) at decode rows, with bf16 outputs, head_dim up to 512; then
+// its launch after launch_tiled_members' (with `sums`): the members' split sums added as its elements are
+// read, the same bits as the group's reduce and launch_head_norms.
+bool head_norms_reduce_fits(std::span<const MatmulArgs> members, const HeadNormsArgs& norms);
+cudaError_t launch_head_norms_reduce(std::span<const MemberSums> sums, const HeadNormsArgs& norms,
+                                     const KvWriteArgs* cache, cudaStream_t stream);
 
 // k_matmul_decode.cu: the members (up to 32 rows of affine weights it supports, one code width) on the decode
 // kernel as one launch, each with its scratch area and its column strips' counters; with `geglu`,

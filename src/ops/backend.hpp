@@ -159,6 +159,12 @@ struct HeadNormsLaunch {
   const KvWriteLaunch* cache = nullptr;
 };
 
+// matmul_group, then head_norms (which may read and write the group's outputs).
+struct MatmulHeadNormsLaunch {
+  MatmulGroupLaunch group;
+  HeadNormsLaunch norms;
+};
+
 // Gemma 4's sandwich residual: h_out = bf16(h + post_norm(o)), then bf16(h_out * factor) when scaled, then
 // next = next_norm(h_out). post.x is o and post.out is `next` (its scratch until the last step); next_norm.x
 // is h_out.
@@ -261,6 +267,9 @@ class Backend {
   virtual void residual_norm(const ResidualNormLaunch& launch);
   // One launch where a backend fuses them (CUDA); by default the three ops' own launches.
   virtual void head_norms(const HeadNormsLaunch& launch);
+  // The group, then head_norms: one launch after the matmuls where a backend adds the norms to their K-split
+  // reduce (CUDA); by default the two ops, which is what it must equal bit for bit.
+  virtual void matmul_head_norms(const MatmulHeadNormsLaunch& launch);
   virtual void argmax(const ArgmaxLaunch& launch) = 0;
   virtual void sample(const SampleLaunch& launch) = 0;
 };

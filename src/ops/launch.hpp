@@ -1,6 +1,9 @@
 #pragma once
 // Helpers the op entries share to turn validated views into launch structs.
 #include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
 
 #include "core/tensor.hpp"
 #include "ops/backend.hpp"
@@ -40,5 +43,24 @@ inline int64_t row_stride(const TensorView& view) {
 inline bool host_readable(const TensorView& view) {
   return view.device.kind == DeviceKind::cpu;
 }
+
+// matmul_group's checks and its members' launches (ops_math.cpp).
+Result<std::vector<MatmulLaunch>> matmul_group_launches(std::string_view where, Device device,
+                                                        const TensorView& x,
+                                                        std::span<const MatmulMember> members);
+
+// head_norms' checks and launch (ops_rows.cpp); with segments, its cache writes too. The launch points into
+// the plan, which must stay where it is.
+struct KvWritePlan {
+  std::vector<KvWriteSegmentLaunch> segments;
+  KvWriteLaunch launch{};
+};
+struct HeadNormsPlan {
+  std::vector<float> inv_freq;
+  KvWritePlan cache;
+  HeadNormsLaunch launch{};
+};
+Status plan_head_norms(std::string_view where, Device device, const HeadNormsOperands& operands,
+                       const std::span<const KvSegment>* segments, HeadNormsPlan& plan);
 
 }  // namespace plumb::ops

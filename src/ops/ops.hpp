@@ -142,6 +142,15 @@ Status head_norms(Backend& backend, const TensorView& q, const TensorView& q_wei
                   const RopeSpec& rope, float eps, const TensorView& q_out, const TensorView& k_out,
                   const TensorView& v_out, std::span<const KvSegment> segments);
 
+// head_norms' operands, for the ops that take them as one: q, k and the values' source normed into q_out,
+// k_out and v_out (head_norms above).
+struct HeadNormsOperands {
+  TensorView q, q_weight, k, k_weight, v_source, positions;
+  RopeSpec rope;
+  float eps;
+  TensorView q_out, k_out, v_out;
+};
+
 // Writes key and value rows at slot positions[r] % capacity. keys, values: bf16 [rows, kv_heads, head_dim].
 Status kv_write(Backend& backend, const KvView& kv, const TensorView& positions, const TensorView& keys,
                 const TensorView& values);
@@ -179,6 +188,12 @@ Status matmul_group(Backend& backend, const TensorView& x, std::span<const Matmu
 // [rows, width], disjoint from both or equal to one of them (which then holds out). The MLP's first half.
 Status matmul_geglu(Backend& backend, const TensorView& x, const Weight& gate_weight, const Weight& up_weight,
                     const TensorView& gate, const TensorView& up, const TensorView& out);
+
+// matmul_group(x, members), then head_norms(norms) into the segments' caches (each its own op's bits): the
+// attention's q, k and v and their norms, in one launch after the matmuls where the backend adds the norms to
+// their K-split reduce (CUDA, where norms reads and writes the members' outputs in place).
+Status matmul_head_norms(Backend& backend, const TensorView& x, std::span<const MatmulMember> members,
+                         const HeadNormsOperands& norms, std::span<const KvSegment> segments);
 
 // out = bf16(bf16(gelu_tanh(gate)) * up); gelu_tanh(g) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))) in
 // fp32. gate, up, out: bf16 [rows, width].

@@ -33,8 +33,9 @@ Status matmul(Backend& backend, const TensorView& x, const Weight& weight, const
   return {};
 }
 
-Status matmul_group(Backend& backend, const TensorView& x, std::span<const MatmulMember> members) {
-  constexpr std::string_view where = "ops.matmul_group";
+Result<std::vector<MatmulLaunch>> matmul_group_launches(std::string_view where, Device device,
+                                                        const TensorView& x,
+                                                        std::span<const MatmulMember> members) {
   if (members.empty() || members.size() > kMatmulGroupMembers)
     return error_at(where, "group", "members", "has a member count out of range",
                     fmt::format("1 to {}", kMatmulGroupMembers), std::to_string(members.size()));
@@ -44,19 +45,42 @@ Status matmul_group(Backend& backend, const TensorView& x, std::span<const Matmu
     if (members[i].weight == nullptr)
       return error_at(where, "weight", fmt::format("members[{}].weight", i), "is missing");
     Result<MatmulLaunch> launch =
-        matmul_launch(where, backend.device(), x, *members[i].weight, members[i].out, out_name);
+        matmul_launch(where, device, x, *members[i].weight, members[i].out, out_name);
     if (!launch.ok()) return launch.error();
     for (size_t j = 0; j < i; ++j)
       PLUMB_TRY(
           check_disjoint(where, out_name, members[i].out, fmt::format("members[{}].out", j), members[j].out));
     launches.push_back(*launch);
   }
-  backend.matmul_group({launches});
+  return launches;
+}
+
+Status matmul_group(Backend& backend, const TensorView& x, std::span<const MatmulMember> members) {
+  Result<std::vector<MatmulLaunch>> launches =
+      matmul_group_launches("ops.matmul_group", backend.device(), x, members);
+  if (!launches.ok()) return launches.error();
+  backend.matmul_group({*launches});
   return {};
 }
 
 void Backend::matmul_group(const MatmulGroupLaunch& launch) {
   for (const MatmulLaunch& member : launch.members) matmul(member);
+}
+
+Status matmul_head_norms(Backend& backend, const TensorView& x, std::span<const MatmulMember> members,
+                         const HeadNormsOperands& norms, std::span<const KvSegment> segments) {
+  constexpr std::string_view where = "ops.matmul_head_norms";
+  Result<std::vector<MatmulLaunch>> launches = matmul_group_launches(where, backend.device(), x, members);
+  if (!launches.ok()) return launches.error();
+  HeadNormsPlan plan;
+  PLUMB_TRY(plan_head_norms(where, backend.device(), norms, &segments, plan));
+  backend.matmul_head_norms({{*launches}, plan.launch});
+  return {};
+}
+
+void Backend::matmul_head_norms(const MatmulHeadNormsLaunch& launch) {
+  matmul_group(launch.group);
+  head_norms(launch.norms);
 }
 
 namespace {

@@ -272,11 +272,6 @@ Status check_caches_disjoint(std::string_view where, std::span<const KvSegment> 
 }
 
 // A kv_write's launch and the segment table it points into.
-struct KvWritePlan {
-  std::vector<KvWriteSegmentLaunch> segments;
-  KvWriteLaunch launch{};
-};
-
 // Checks a write of keys and values rows into the segments' caches and makes its launch in `plan`.
 Status plan_kv_write(std::string_view where, Device device, std::span<const KvSegment> segments,
                      const TensorView& positions, const TensorView& keys, const TensorView& values,
@@ -320,14 +315,24 @@ Status write_segments(Backend& backend, std::span<const KvSegment> segments, con
   return {};
 }
 
-// head_norms' checks and launch; with `segments`, also kv_write's checks of k_out and v_out into their caches
-// (which no operand may overlap: they are written while the others are read).
-Status run_head_norms(Backend& backend, const TensorView& q, const TensorView& q_weight, const TensorView& k,
-                      const TensorView& k_weight, const TensorView& v_source, const TensorView& positions,
-                      const RopeSpec& rope, float eps, const TensorView& q_out, const TensorView& k_out,
-                      const TensorView& v_out, const std::span<const KvSegment>* segments) {
-  constexpr std::string_view where = "ops.head_norms";
-  const Device device = backend.device();
+}  // namespace
+
+Status kv_write(Backend& backend, const KvView& kv, const TensorView& positions, const TensorView& keys,
+                const TensorView& values) {
+  const KvSegment segment{0, keys.rank() == 3 ? keys.dim(0) : 0, kv};
+  return write_segments(backend, std::span(&segment, 1), positions, keys, values, CacheNames{true});
+}
+
+Status kv_write(Backend& backend, std::span<const KvSegment> segments, const TensorView& positions,
+                const TensorView& keys, const TensorView& values) {
+  return write_segments(backend, segments, positions, keys, values, CacheNames{false});
+}
+
+// With `segments`, also kv_write's checks of k_out and v_out into their caches (which no operand may overlap:
+// they are written while the others are read).
+Status plan_head_norms(std::string_view where, Device device, const HeadNormsOperands& operands,
+                       const std::span<const KvSegment>* segments, HeadNormsPlan& plan) {
+  const auto& [q, q_weight, k, k_weight, v_source, positions, rope, eps, q_out, k_out, v_out] = operands;
   PLUMB_TRY(check_rows(where, "q", q, {DType::bf16}, {kAny, kAny, kAny}, device));
   const int64_t rows = q.dim(0), heads = q.dim(1), dim = q.dim(2);
   PLUMB_TRY(check_rows(where, "k", k, {DType::bf16}, {rows, kAny, dim}, device));
@@ -360,11 +365,11 @@ Status run_head_norms(Backend& backend, const TensorView& q, const TensorView& q
   PLUMB_TRY(check_eps(where, eps));
   PLUMB_TRY(check_rope(where, rope, dim, "q"));
   PLUMB_TRY(check_positions(where, device, positions, rows));
-  const std::vector<float> inv_freq = rope_inv_freq(rope);
+  plan.inv_freq = rope_inv_freq(rope);
   const auto norm = [&](const TensorView& x, const TensorView* weight, const TensorView& out) {
     return rms_norm_launch(x, weight, out, rows, x.dim(1), dim, eps);
   };
-  KvWritePlan cache;
+  KvWritePlan& cache = plan.cache;
   if (segments != nullptr) {
     const CacheNames names{false, "k_out", "v_out"};
     PLUMB_TRY(plan_kv_write(where, device, *segments, positions, k_out, v_out, names, cache));
@@ -380,41 +385,39 @@ Status run_head_norms(Backend& backend, const TensorView& q, const TensorView& q
       }
   }
   const int32_t* at = positions.as<const int32_t>();
-  HeadNormsLaunch launch{norm(v_source, nullptr, v_out),
-                         {norm(q, &q_weight, q_out), at, inv_freq.data()},
-                         {norm(k, &k_weight, k_out), at, inv_freq.data()}};
-  if (segments != nullptr) launch.cache = &cache.launch;
-  backend.head_norms(launch);
+  plan.launch = {norm(v_source, nullptr, v_out),
+                 {norm(q, &q_weight, q_out), at, plan.inv_freq.data()},
+                 {norm(k, &k_weight, k_out), at, plan.inv_freq.data()}};
+  if (segments != nullptr) plan.launch.cache = &cache.launch;
+  return {};
+}
+
+namespace {
+
+Status run_head_norms(Backend& backend, const HeadNormsOperands& operands,
+                      const std::span<const KvSegment>* segments) {
+  HeadNormsPlan plan;
+  PLUMB_TRY(plan_head_norms("ops.head_norms", backend.device(), operands, segments, plan));
+  backend.head_norms(plan.launch);
   return {};
 }
 
 }  // namespace
 
-Status kv_write(Backend& backend, const KvView& kv, const TensorView& positions, const TensorView& keys,
-                const TensorView& values) {
-  const KvSegment segment{0, keys.rank() == 3 ? keys.dim(0) : 0, kv};
-  return write_segments(backend, std::span(&segment, 1), positions, keys, values, CacheNames{true});
-}
-
-Status kv_write(Backend& backend, std::span<const KvSegment> segments, const TensorView& positions,
-                const TensorView& keys, const TensorView& values) {
-  return write_segments(backend, segments, positions, keys, values, CacheNames{false});
-}
-
 Status head_norms(Backend& backend, const TensorView& q, const TensorView& q_weight, const TensorView& k,
                   const TensorView& k_weight, const TensorView& v_source, const TensorView& positions,
                   const RopeSpec& rope, float eps, const TensorView& q_out, const TensorView& k_out,
                   const TensorView& v_out) {
-  return run_head_norms(backend, q, q_weight, k, k_weight, v_source, positions, rope, eps, q_out, k_out,
-                        v_out, nullptr);
+  return run_head_norms(
+      backend, {q, q_weight, k, k_weight, v_source, positions, rope, eps, q_out, k_out, v_out}, nullptr);
 }
 
 Status head_norms(Backend& backend, const TensorView& q, const TensorView& q_weight, const TensorView& k,
                   const TensorView& k_weight, const TensorView& v_source, const TensorView& positions,
                   const RopeSpec& rope, float eps, const TensorView& q_out, const TensorView& k_out,
                   const TensorView& v_out, std::span<const KvSegment> segments) {
-  return run_head_norms(backend, q, q_weight, k, k_weight, v_source, positions, rope, eps, q_out, k_out,
-                        v_out, &segments);
+  return run_head_norms(
+      backend, {q, q_weight, k, k_weight, v_source, positions, rope, eps, q_out, k_out, v_out}, &segments);
 }
 
 }  // namespace plumb::ops

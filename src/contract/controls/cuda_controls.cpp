@@ -183,6 +183,19 @@ class AttentionTiledScale final : public CudaControl {
   }
 };
 
+// The real device matmul_head_norms, with q normed by k's norm weight in calls of up to 16 rows, those whose
+// norms run in the members' K-split reduce (k_head_norms_reduce.cu): a fused reduce that reads another
+// weight than head_norms after the group. Gate 2 compares rows alone with the same rows in batches of 80.
+class MatmulHeadNormsDecodeWeight final : public CudaControl {
+ public:
+  using CudaControl::CudaControl;
+  void matmul_head_norms(const ops::MatmulHeadNormsLaunch& launch) override {
+    ops::MatmulHeadNormsLaunch moved = launch;
+    if (launch.norms.q.norm.rows <= 16) moved.norms.q.norm.weight = launch.norms.k.norm.weight;
+    ForwardingBackend::matmul_head_norms(moved);
+  }
+};
+
 // The real device matmul, except that calls of more than 64 rows (the prompt path: the 128-row tile, on
 // wgmma where the build has it) sum each output in descending k: a prompt tile whose bits differ from the
 // decode tiles'. Gate 2 compares the 130-row call's rows with the same rows alone.
@@ -277,6 +290,9 @@ void register_cuda_controls(Registry& registry) {
   list.push_back(on_cuda<MatmulGegluGateUnrounded>(
       "matmul_geglu/gate-unrounded-cuda", "matmul_geglu/12b-mlp-slice-4bit-g64", Gate::stress,
       "takes GeGLU of the fp32 gate sum, before its bf16 rounding"));
+  list.push_back(on_cuda<MatmulHeadNormsDecodeWeight>(
+      "matmul_head_norms/decode-rows-k-weight-cuda", "matmul_head_norms/12b-sliding-slice", Gate::invariant,
+      "norms q with k's weight in calls of up to 16 rows, whose norms run in the K-split reduce"));
   list.push_back(on_cuda<MatmulPromptOrder>("matmul/prompt-order-cuda", "matmul/12b-q-sliding",
                                             Gate::invariant,
                                             "sums the rows of calls over 64 rows in descending k"));

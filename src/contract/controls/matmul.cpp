@@ -1,4 +1,4 @@
-// Controls for matmul, matmul_group, matmul_geglu and embed_rows.
+// Controls for matmul, matmul_group, matmul_geglu, matmul_head_norms and embed_rows.
 #include <utility>
 #include <vector>
 
@@ -113,6 +113,19 @@ class MatmulGegluUpAsGate final : public ForwardingBackend {
   }
 };
 
+// matmul_head_norms whose values are normed from the keys' rows instead of v's (a fused reduce that reads
+// another member's sums).
+class MatmulHeadNormsValuesFromKeys final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  void matmul_head_norms(const ops::MatmulHeadNormsLaunch& launch) override {
+    ops::MatmulHeadNormsLaunch moved = launch;
+    moved.norms.v.x = launch.norms.k.norm.x;
+    moved.norms.v.x_stride = launch.norms.k.norm.x_stride;
+    real().matmul_head_norms(moved);
+  }
+};
+
 }  // namespace
 
 void register_matmul_controls(Registry& registry) {
@@ -132,6 +145,9 @@ void register_matmul_controls(Registry& registry) {
                                                "launches every member but the last"));
   list.push_back(planted<MatmulGegluUpAsGate>("matmul_geglu/up-as-gate", "matmul_geglu/12b-mlp-slice",
                                               Gate::shapes, "takes up as the gate: out = geglu(up, gate)"));
+  list.push_back(planted<MatmulHeadNormsValuesFromKeys>(
+      "matmul_head_norms/values-from-keys", "matmul_head_norms/12b-sliding-slice", Gate::shapes,
+      "norms the values from the raw keys' rows instead of v's"));
   list.push_back(planted<EmbedFaulty<true>>("embed_rows/affine-unrounded", "embed_rows/12b-affine-8bit-g32",
                                             Gate::shapes,
                                             "keeps the dequantized row in fp32 before the scale"));

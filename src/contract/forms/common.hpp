@@ -68,6 +68,9 @@ std::vector<Span> rms_norm_vector(const HostData& x, int64_t offset, int64_t dim
 // bf16(bf16(n1 c) + bf16(-n2 s)) and bf16(bf16(n2 c) + bf16(n1 s)).
 std::vector<Span> norm_rope_spans(const HostData& x, int64_t heads, int64_t dim, const HostData* weight,
                                   const HostData& positions, std::span<const float> inv_freq);
+// The same for one vector x of values each known to lie in its span, at `position`.
+std::vector<Span> norm_rope_vector(std::span<const Span> x, const HostData* weight, const Span& position,
+                                   std::span<const float> inv_freq);
 // bf16 norm weights around 1 (Gemma 4's norms hold w, not 1 + w).
 std::vector<uint16_t> norm_weight(Rng& rng, int64_t dim);
 // A call's rope positions over the whole context (for extremes, its far end, where angles are largest).

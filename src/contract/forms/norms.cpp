@@ -54,24 +54,33 @@ std::vector<uint16_t> norm_weight(Rng& rng, int64_t dim) {
   return weight;
 }
 
+std::vector<Span> norm_rope_vector(std::span<const Span> x, const HostData* weight, const Span& position,
+                                   std::span<const float> inv_freq) {
+  const auto dim = static_cast<int64_t>(x.size()), half = dim / 2;
+  std::vector<Span> normed = rms_norm_spans(x, weight, kRmsEps);
+  for (Span& value : normed) value = bf16(value);
+  std::vector<Span> out(static_cast<size_t>(dim));
+  for (int64_t i = 0; i < half; ++i) {
+    const Span theta = f32_mul(position, Span::exact(inv_freq[static_cast<size_t>(i)]));
+    const Span cosine = bf16(f32_cos(theta)), sine = bf16(f32_sin(theta));
+    const Span& first = normed[static_cast<size_t>(i)];
+    const Span& second = normed[static_cast<size_t>(i + half)];
+    out[static_cast<size_t>(i)] = bf16(f32_add(bf16(f32_mul(first, cosine)), bf16(f32_mul(-second, sine))));
+    out[static_cast<size_t>(i + half)] =
+        bf16(f32_add(bf16(f32_mul(second, cosine)), bf16(f32_mul(first, sine))));
+  }
+  return out;
+}
+
 std::vector<Span> norm_rope_spans(const HostData& x, int64_t heads, int64_t dim, const HostData* weight,
                                   const HostData& positions, std::span<const float> inv_freq) {
-  const int64_t half = dim / 2;
-  std::vector<Span> out(static_cast<size_t>(x.elements()));
+  std::vector<Span> out;
+  std::vector<Span> values(static_cast<size_t>(dim));
   for (int64_t offset = 0; offset < x.elements(); offset += dim) {
-    const int64_t row = offset / (heads * dim);
-    std::vector<Span> normed = rms_norm_vector(x, offset, dim, weight, kRmsEps);
-    for (Span& value : normed) value = bf16(value);
-    for (int64_t i = 0; i < half; ++i) {
-      const Span theta = f32_mul(exact_at(positions, row), Span::exact(inv_freq[static_cast<size_t>(i)]));
-      const Span cosine = bf16(f32_cos(theta)), sine = bf16(f32_sin(theta));
-      const Span& first = normed[static_cast<size_t>(i)];
-      const Span& second = normed[static_cast<size_t>(i + half)];
-      out[static_cast<size_t>(offset + i)] =
-          bf16(f32_add(bf16(f32_mul(first, cosine)), bf16(f32_mul(-second, sine))));
-      out[static_cast<size_t>(offset + i + half)] =
-          bf16(f32_add(bf16(f32_mul(second, cosine)), bf16(f32_mul(first, sine))));
-    }
+    for (int64_t k = 0; k < dim; ++k) values[static_cast<size_t>(k)] = exact_at(x, offset + k);
+    const std::vector<Span> vector =
+        norm_rope_vector(values, weight, exact_at(positions, offset / (heads * dim)), inv_freq);
+    out.insert(out.end(), vector.begin(), vector.end());
   }
   return out;
 }

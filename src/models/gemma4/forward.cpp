@@ -71,12 +71,12 @@ class LayerRunner {
     const TensorView v = shaped(space_.v, {rows_, spec.kv_heads, spec.head_dim});
     const TensorView attn = shaped(space_.attn, {rows_, spec.heads, spec.head_dim});
     const ops::RopeSpec& rope = spec.rope;
-    // q, k and v from one x: one launch where the backend groups them, each with its own weight's bits.
+    // q, k and v from one x, each with its own weight's bits, then their norms in place: one launch for the
+    // three where the backend groups them, and the norms in their K-split reduce where it fuses them.
     const ops::MatmulMember projections[] = {
         {&weights.q_proj, shaped(space_.q, {rows_, spec.heads * spec.head_dim})},
         {&weights.k_proj, shaped(space_.k, {rows_, spec.kv_heads * spec.head_dim})},
         {&weights.v_proj, shaped(space_.v, {rows_, spec.kv_heads * spec.head_dim})}};
-    PLUMB_TRY(ops::matmul_group(backend_, space_.xn.view, std::span(projections, spec.k_eq_v ? 2 : 3)));
     std::vector<ops::KvSegment> segments;
     int64_t first_row = 0;
     for (const StreamChunk& chunk : chunks_) {
@@ -86,8 +86,10 @@ class LayerRunner {
     }
     // q and k normed and rotated, v the unit-RMS values (for k_eq_v layers the raw keys', without RoPE), and
     // every stream's keys and values written to its cache, before any row attends.
-    PLUMB_TRY(ops::head_norms(backend_, q, weights.q_norm, k, weights.k_norm, spec.k_eq_v ? k : v,
-                              space_.positions.view, rope, eps, q, k, v, segments));
+    const ops::HeadNormsOperands norms{
+        q, weights.q_norm, k, weights.k_norm, spec.k_eq_v ? k : v, space_.positions.view, rope, eps, q, k, v};
+    PLUMB_TRY(ops::matmul_head_norms(backend_, space_.xn.view, std::span(projections, spec.k_eq_v ? 2 : 3),
+                                     norms, segments));
     PLUMB_TRY(ops::attention(backend_, q, space_.positions.view, segments, {spec.window, 1.0f}, attn));
     const TensorView attn_flat = shaped(space_.attn, {rows_, spec.heads * spec.head_dim});
     PLUMB_TRY(ops::matmul(backend_, attn_flat, weights.o_proj, space_.o.view));
