@@ -196,6 +196,19 @@ class MatmulHeadNormsDecodeWeight final : public CudaControl {
   }
 };
 
+// The real device attention, with the score scale off by 2^-8 in calls of up to 8 rows, those whose whole
+// rows take one launch of clusters on sm_90 (k_attention_cluster.cu): a cluster path that scales its scores
+// otherwise than the two launches. Gate 2 compares rows alone with the same rows in batches of 16.
+class AttentionClusterScale final : public CudaControl {
+ public:
+  using CudaControl::CudaControl;
+  void attention(const ops::AttentionLaunch& launch) override {
+    ops::AttentionLaunch moved = launch;
+    if (launch.rows <= 8) moved.scale = launch.scale * (1.0f + 0x1p-8f);
+    ForwardingBackend::attention(moved);
+  }
+};
+
 // The real device matmul, except that calls of more than 64 rows (the prompt path: the 128-row tile, on
 // wgmma where the build has it) sum each output in descending k: a prompt tile whose bits differ from the
 // decode tiles'. Gate 2 compares the 130-row call's rows with the same rows alone.
@@ -287,6 +300,10 @@ void register_cuda_controls(Registry& registry) {
                                               Gate::invariant,
                                               "scales the scores of prompt-sized calls, which take the tiled "
                                               "kernels, by 1 + 2^-8"));
+  list.push_back(on_cuda<AttentionClusterScale>("attention/cluster-scale-cuda", "attention/12b-sliding",
+                                                Gate::invariant,
+                                                "scales the scores of calls of up to 8 rows, which take the "
+                                                "clusters on sm_90, by 1 + 2^-8"));
   list.push_back(on_cuda<MatmulGegluGateUnrounded>(
       "matmul_geglu/gate-unrounded-cuda", "matmul_geglu/12b-mlp-slice-4bit-g64", Gate::stress,
       "takes GeGLU of the fp32 gate sum, before its bf16 rounding"));
