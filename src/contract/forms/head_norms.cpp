@@ -139,10 +139,7 @@ class HeadNormsStreamsForm final : public HeadNormsShape {
   }
 
   std::vector<OutputBytes> row_bytes(const Call& call, int64_t row) const override {
-    std::vector<OutputBytes> bytes = row_output_bytes(call, row);
-    bytes.resize(3);  // q_out, k_out and v_out; the caches by slot
-    for (const OutputBytes& slot : streams_.row_bytes(call, row)) bytes.push_back(slot);
-    return bytes;
+    return streams_.row_and_slot_bytes(call, row, 3);  // q_out, k_out and v_out, then the caches by slot
   }
 
   Status launch(ops::Backend& backend, const Call& call, std::span<const TensorView> in,

@@ -70,10 +70,7 @@ class MatmulHeadNormsForm final : public Form {
   }
 
   std::vector<OutputBytes> row_bytes(const Call& call, int64_t row) const override {
-    std::vector<OutputBytes> bytes = row_output_bytes(call, row);
-    bytes.resize(3);  // q, k and v; the caches by slot
-    for (const OutputBytes& slot : streams_.row_bytes(call, row)) bytes.push_back(slot);
-    return bytes;
+    return streams_.row_and_slot_bytes(call, row, 3);  // q, k and v, then the caches by slot
   }
 
   Status launch(ops::Backend& backend, const Call& call, std::span<const TensorView> in,

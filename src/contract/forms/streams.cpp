@@ -71,6 +71,14 @@ std::vector<OutputBytes> StreamCaches::row_bytes(const Call& call, int64_t row) 
   return {{segment.cache, offset, bytes}, {segment.cache + 1, offset, bytes}};
 }
 
+std::vector<OutputBytes> StreamCaches::row_and_slot_bytes(const Call& call, int64_t row,
+                                                          size_t row_outputs) const {
+  std::vector<OutputBytes> bytes = row_output_bytes(call, row);
+  bytes.resize(row_outputs);
+  for (const OutputBytes& slot : row_bytes(call, row)) bytes.push_back(slot);
+  return bytes;
+}
+
 void StreamCaches::expect(const Call& call, std::vector<std::vector<Span>>& expected,
                           const std::function<Span(int written, int64_t row, int64_t k)>& row_span) const {
   for (const Segment& segment : call.segments)

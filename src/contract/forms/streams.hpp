@@ -32,6 +32,8 @@ struct StreamCaches {
   Call assemble(std::span<const RowRef> rows, const std::function<void(Call&)>& outputs) const;
   // Row `row`'s slot in its stream's keys and values.
   std::vector<OutputBytes> row_bytes(const Call& call, int64_t row) const;
+  // Row `row`'s bytes of the call's first `row_outputs` outputs (those made per row), then its slot's.
+  std::vector<OutputBytes> row_and_slot_bytes(const Call& call, int64_t row, size_t row_outputs) const;
   // Sets the caches' ranges in `expected`: untouched, but for each row's slot, whose element k of the keys
   // (written 0) or values (1) is row_span(written, row, k).
   void expect(const Call& call, std::vector<std::vector<Span>>& expected,
