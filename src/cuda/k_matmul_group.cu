@@ -50,6 +50,16 @@ std::span<void* const> member_areas(std::span<const MatmulArgs> members, void* s
   return std::span<void* const>(areas, members.size());
 }
 
+// Which kernels take a group in launch_matmul_group.
+enum class GroupPath { decode, tiled_group, tiled_members, each };
+
+GroupPath group_path(std::span<const MatmulArgs> members, bool decode) {
+  if (!grouped_switch_on() || members.size() < 2) return GroupPath::each;
+  if (decode_group_fits(members, decode)) return GroupPath::decode;
+  if (tiled_group_fits(members)) return GroupPath::tiled_group;
+  return tiled_members_fit(members) ? GroupPath::tiled_members : GroupPath::each;
+}
+
 }  // namespace
 }  // namespace matmul
 
@@ -66,11 +76,16 @@ cudaError_t launch_matmul_group(std::span<const MatmulArgs> members, void* scrat
   if (members[0].rows == 0) return cudaSuccess;
   void* areas[kMatmulGroupMembers] = {};
   const std::span<void* const> member_area = member_areas(members, scratch, areas);
-  const bool grouped = grouped_switch_on() && members.size() > 1;
-  if (grouped && decode_group_fits(members, decode))
-    return launch_decode_group(members, member_area, counters, stream);
-  if (grouped && tiled_group_fits(members)) return launch_tiled_group(members, member_area, stream);
-  if (grouped && tiled_members_fit(members)) return launch_tiled_members(members, member_area, stream);
+  switch (group_path(members, decode)) {
+    case GroupPath::decode:
+      return launch_decode_group(members, member_area, counters, stream);
+    case GroupPath::tiled_group:
+      return launch_tiled_group(members, member_area, stream);
+    case GroupPath::tiled_members:
+      return launch_tiled_members(members, member_area, stream);
+    case GroupPath::each:
+      break;
+  }
   for (size_t i = 0; i < members.size(); ++i)
     if (const cudaError_t code = launch_matmul(members[i], areas[i], counters, decode, stream);
         code != cudaSuccess)
@@ -83,11 +98,9 @@ cudaError_t launch_matmul_head_norms(std::span<const MatmulArgs> members, const 
                                      cudaStream_t stream) {
   using namespace matmul;
   if (members.size() < 2 || members.size() > kMatmulGroupMembers) return cudaErrorInvalidValue;
-  // The members take launch_tiled_members in launch_matmul_group (bf16 at decode rows), whose reduce then
-  // runs head_norms.
-  const bool tiled_members = grouped_switch_on() && !decode_group_fits(members, decode) &&
-                             !tiled_group_fits(members) && tiled_members_fit(members);
-  if (members[0].rows > 0 && tiled_members && head_norms_reduce_fits(members, norms)) {
+  // Where the group takes a tiled launch a member (bf16 at decode rows), their reduce runs head_norms.
+  if (members[0].rows > 0 && group_path(members, decode) == GroupPath::tiled_members &&
+      head_norms_reduce_fits(members, norms)) {
     void* areas[kMatmulGroupMembers] = {};
     MemberSums sums[kMatmulGroupMembers] = {};
     if (const cudaError_t code =
