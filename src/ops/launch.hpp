@@ -49,12 +49,13 @@ Result<std::vector<MatmulLaunch>> matmul_group_launches(std::string_view where, 
                                                         const TensorView& x,
                                                         std::span<const MatmulMember> members);
 
-// head_norms' checks and launch (ops_rows.cpp); with segments, its cache writes too. The launch points into
-// the plan, which must stay where it is.
+// A kv_write's launch and the segment table it points into.
 struct KvWritePlan {
   std::vector<KvWriteSegmentLaunch> segments;
   KvWriteLaunch launch{};
 };
+// head_norms' checks and launch (ops_rows.cpp); with segments, its cache writes too. The launch points into
+// the plan, which must stay where it is.
 struct HeadNormsPlan {
   std::vector<float> inv_freq;
   KvWritePlan cache;

@@ -271,7 +271,6 @@ Status check_caches_disjoint(std::string_view where, std::span<const KvSegment> 
                   fmt::format("no bytes shared with '{}'", name(ranges[reported->second])), "shared bytes");
 }
 
-// A kv_write's launch and the segment table it points into.
 // Checks a write of keys and values rows into the segments' caches and makes its launch in `plan`.
 Status plan_kv_write(std::string_view where, Device device, std::span<const KvSegment> segments,
                      const TensorView& positions, const TensorView& keys, const TensorView& values,
