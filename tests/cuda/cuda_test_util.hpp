@@ -91,6 +91,20 @@ inline DeviceWeight affine_weight(ops::Backend& backend, const ops::AffineTensor
   return made;
 }
 
+// The bytes of q, k and v, then of each cache, one after another: what head_norms with caches writes.
+inline std::vector<uint8_t> head_norms_bytes(ops::Backend& backend, const DeviceTensor& q,
+                                             const DeviceTensor& k, const DeviceTensor& v,
+                                             const std::vector<DeviceTensor>& caches) {
+  std::vector<const DeviceTensor*> written{&q, &k, &v};
+  for (const DeviceTensor& cache : caches) written.push_back(&cache);
+  std::vector<uint8_t> bytes;
+  for (const DeviceTensor* t : written) {
+    const std::vector<uint8_t> part = ops::testing::download_bytes(backend, t->view);
+    bytes.insert(bytes.end(), part.begin(), part.end());
+  }
+  return bytes;
+}
+
 // Bytes equal, compared as 16-bit (bf16) or 32-bit (f32, i32) elements; prints the first differences.
 inline void expect_same_bits(const std::string& what, const std::vector<uint8_t>& got,
                              const std::vector<uint8_t>& expected, size_t element_bytes) {

@@ -88,14 +88,7 @@ std::vector<uint8_t> run(ops::Backend& backend, const Case& c, const Operands& o
                              norms.positions, norms.rope, norms.eps, norms.q_out, norms.k_out, norms.v_out,
                              out.segments);
   EXPECT_TRUE(status.ok()) << status.error().message;
-  std::vector<uint8_t> bytes;
-  std::vector<const DeviceTensor*> written{&out.q, &out.k, &out.v};
-  for (const DeviceTensor& cache : out.caches) written.push_back(&cache);
-  for (const DeviceTensor* t : written) {
-    const std::vector<uint8_t> part = ops::testing::download_bytes(backend, t->view);
-    bytes.insert(bytes.end(), part.begin(), part.end());
-  }
-  return bytes;
+  return testing::head_norms_bytes(backend, out.q, out.k, out.v, out.caches);
 }
 
 // Gemma 4 12B's sliding and global layers (their K splits run across blocks at these rows), a head_dim the

@@ -117,14 +117,7 @@ std::vector<uint8_t> run_head_norms(ops::Backend& backend, int64_t rows, int64_t
                    : ops::head_norms(backend, q.view, q_weight.view, k.view, k_weight.view, values, at.view,
                                      rope, 1e-6f, q.view, k.view, v.view))
                   .ok());
-  std::vector<const DeviceTensor*> written{&q, &k, &v};
-  for (const DeviceTensor& cache : caches) written.push_back(&cache);
-  std::vector<uint8_t> bytes;
-  for (const DeviceTensor* t : written) {
-    const std::vector<uint8_t> part = ops::testing::download_bytes(backend, t->view);
-    bytes.insert(bytes.end(), part.begin(), part.end());
-  }
-  return bytes;
+  return testing::head_norms_bytes(backend, q, k, v, caches);
 }
 
 // One launch for q, k and v against the CPU's three ops, with the values from their own rows and from the raw

@@ -128,9 +128,7 @@ class HeadNormsStreamsForm final : public HeadNormsShape {
     Rng rng(request.seed);
     Call call = call_inputs(request, rng);
     add_outputs(call);
-    const std::vector<int32_t> positions =
-        streams_.add_streams(call, request, rng, 0, kContext - 4, kContext - 1);
-    call.inputs.push_back(i32_data("positions", {request.rows}, positions, true));
+    streams_.add_streams(call, request, rng, 0, kContext - 4, kContext - 1);
     return call;
   }
 

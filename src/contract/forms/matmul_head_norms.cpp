@@ -59,9 +59,7 @@ class MatmulHeadNormsForm final : public Form {
       call.inputs.push_back(bf16_data(name, {dim_}, norm_weight(shared, dim_), false));
     add_outputs(call);
     Rng rng(request.seed);
-    const std::vector<int32_t> positions =
-        streams_.add_streams(call, request, rng, 0, kContext - 4, kContext - 1);
-    call.inputs.push_back(i32_data("positions", {request.rows}, positions, true));
+    streams_.add_streams(call, request, rng, 0, kContext - 4, kContext - 1);
     return call;
   }
 

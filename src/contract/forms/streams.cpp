@@ -5,23 +5,25 @@
 
 #include <fmt/format.h>
 
+#include "contract/forms/common.hpp"
 #include "core/error.hpp"
 
 namespace plumb::contract::forms {
 
-std::vector<int32_t> StreamCaches::add_streams(Call& call, const CallRequest& request, Rng& rng,
-                                               int64_t first_low, int64_t first_high, int64_t last) const {
-  std::vector<int32_t> positions;
+void StreamCaches::add_streams(Call& call, const CallRequest& request, Rng& rng, int64_t first_low,
+                               int64_t first_high, int64_t last) const {
+  PLUMB_ASSERT(call.inputs.size() == positions, "the positions go after the call's other inputs");
+  std::vector<int32_t> rows_positions;
   for (int64_t first_row = 0; first_row < request.rows;) {
     const int64_t most = request.rows >= 64 ? 1 : std::min<int64_t>(3, request.rows - first_row);
     const int64_t length = call.segments.size() == 1 && request.rows >= 5 ? 0 : rng.integer(1, most);
     const int64_t first =
         request.inputs == Inputs::extremes ? last - length + 1 : rng.integer(first_low, first_high);
-    for (int64_t r = 0; r < length; ++r) positions.push_back(static_cast<int32_t>(first + r));
+    for (int64_t r = 0; r < length; ++r) rows_positions.push_back(static_cast<int32_t>(first + r));
     add_stream(call, first_row, length, first + length);
     first_row += length;
   }
-  return positions;
+  call.inputs.push_back(i32_data("positions", {request.rows}, rows_positions, true));
 }
 
 void StreamCaches::add_stream(Call& call, int64_t first_row, int64_t rows, int64_t end) const {

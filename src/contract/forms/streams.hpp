@@ -22,9 +22,10 @@ struct StreamCaches {
 
   // Streams of 1 to 3 consecutive positions (one row each from 64 rows, past a CUDA kernel's segment table),
   // and from 5 rows an empty stream second, added to `call` with their caches; a stream's first position is
-  // in [first_low, first_high], or it ends at `last` for the extremes stress. Returns the rows' positions.
-  std::vector<int32_t> add_streams(Call& call, const CallRequest& request, Rng& rng, int64_t first_low,
-                                   int64_t first_high, int64_t last) const;
+  // in [first_low, first_high], or it ends at `last` for the extremes stress. The rows' positions are then
+  // the call's input "positions", which must be input number `positions`.
+  void add_streams(Call& call, const CallRequest& request, Rng& rng, int64_t first_low, int64_t first_high,
+                   int64_t last) const;
   // A stream of rows [first_row, first_row + rows) whose cache ends at `end`, with its two caches.
   void add_stream(Call& call, int64_t first_row, int64_t rows, int64_t end) const;
   // These rows of other calls, each run of rows from one stream of one call a stream of its own: the inputs
