@@ -11,6 +11,7 @@
 #include "cuda/head_norms_params.cuh"
 #include "cuda/launchers.hpp"
 #include "cuda/matmul_plan.hpp"
+#include "cuda/member_sums.cuh"
 #include "cuda/norm_order.cuh"
 
 namespace plumb::cuda::matmul {
@@ -36,14 +37,6 @@ struct ReduceNormsParams {
 };
 static_assert(sizeof(ReduceNormsParams) <= 4096, "the kernel's parameters exceed 4 KiB");
 
-// Element `col` of a member's row `row` as bf16 (a float holding it): reduce_column's bits.
-__device__ __forceinline__ float member_value(const MemberSums& m, int64_t row, int64_t col) {
-  if (!m.cross) return bf16_value(m.out[row * m.out_stride + col]);
-  float total = m.partial[row * m.n + col];
-  for (int s = 1; s < m.splits; ++s) total = total + m.partial[(s * m.rows + row) * m.n + col];
-  return bf16_value(bf16_bits(total));
-}
-
 // The thread's elements (threadIdx.x + kThreads i) of vector h of row r, kept and staged lane-major.
 struct Elements {
   float at[kPerThread];
@@ -53,7 +46,7 @@ struct Elements {
 #pragma unroll
     for (int i = 0; i < kPerThread; ++i) {
       const int k = static_cast<int>(threadIdx.x) + i * kThreads;
-      at[i] = k < dim ? member_value(m, r, h * dim + k) : 0.0f;
+      at[i] = k < dim ? bf16_value(member_bits(m, r, h * dim + k)) : 0.0f;
       if (k < dim) staged[k] = at[i];
     }
   }

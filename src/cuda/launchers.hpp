@@ -84,6 +84,12 @@ cudaError_t launch_matmul_group(std::span<const MatmulArgs> members, void* scrat
 cudaError_t launch_matmul_head_norms(std::span<const MatmulArgs> members, const HeadNormsArgs& norms,
                                      const KvWriteArgs* cache, void* scratch, unsigned* counters, bool decode,
                                      cudaStream_t stream);
+// matmul_residual_norm: the matmul (launch_matmul's scratch), then residual_norm of its output (post.x is
+// matmul.out), run by its K-split reduce at bf16 decode rows on sm_90 (a cluster a row, one launch instead
+// of two), else by launch_residual_norm after it; the same bits either way.
+// PLUMB_CUDA_RESIDUAL_NORM_REDUCE=0 always takes the second.
+cudaError_t launch_matmul_residual_norm(const MatmulArgs& matmul, const ResidualNormArgs& norm, void* scratch,
+                                        unsigned* counters, bool decode, cudaStream_t stream);
 // matmul_geglu: gate and up (members, launch_matmul_group's scratch), then geglu of their outputs, added by
 // the matmuls' K-split reduce where both split into several at decode rows (the decode kernel, or the tiled
 // kernel's reduce launch), else by launch_geglu after them; the same bits either way.

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -92,17 +93,23 @@ inline DeviceWeight affine_weight(ops::Backend& backend, const ops::AffineTensor
 }
 
 // The bytes of q, k and v, then of each cache, one after another: what head_norms with caches writes.
+// The bytes of each tensor in turn, downloaded.
+inline std::vector<uint8_t> tensors_bytes(ops::Backend& backend,
+                                          std::span<const DeviceTensor* const> tensors) {
+  std::vector<uint8_t> bytes;
+  for (const DeviceTensor* t : tensors) {
+    const std::vector<uint8_t> part = ops::testing::download_bytes(backend, t->view);
+    bytes.insert(bytes.end(), part.begin(), part.end());
+  }
+  return bytes;
+}
+
 inline std::vector<uint8_t> head_norms_bytes(ops::Backend& backend, const DeviceTensor& q,
                                              const DeviceTensor& k, const DeviceTensor& v,
                                              const std::vector<DeviceTensor>& caches) {
   std::vector<const DeviceTensor*> written{&q, &k, &v};
   for (const DeviceTensor& cache : caches) written.push_back(&cache);
-  std::vector<uint8_t> bytes;
-  for (const DeviceTensor* t : written) {
-    const std::vector<uint8_t> part = ops::testing::download_bytes(backend, t->view);
-    bytes.insert(bytes.end(), part.begin(), part.end());
-  }
-  return bytes;
+  return tensors_bytes(backend, written);
 }
 
 // Bytes equal, compared as 16-bit (bf16) or 32-bit (f32, i32) elements; prints the first differences.
