@@ -183,7 +183,7 @@ class AttentionTiledScale final : public CudaControl {
   }
 };
 
-// The real device matmul_head_norms, with q normed by k's norm weight in calls of up to 16 rows, those whose
+// The real device matmul_head_norms, with q normed by k's norm weight in calls of up to 32 rows, those whose
 // norms run in the members' K-split reduce (k_head_norms_reduce.cu): a fused reduce that reads another
 // weight than head_norms after the group. Gate 2 compares rows alone with the same rows in batches of 80.
 class MatmulHeadNormsDecodeWeight final : public CudaControl {
@@ -191,7 +191,7 @@ class MatmulHeadNormsDecodeWeight final : public CudaControl {
   using CudaControl::CudaControl;
   void matmul_head_norms(const ops::MatmulHeadNormsLaunch& launch) override {
     ops::MatmulHeadNormsLaunch moved = launch;
-    if (launch.norms.q.norm.rows <= 16) moved.norms.q.norm.weight = launch.norms.k.norm.weight;
+    if (launch.norms.q.norm.rows <= 32) moved.norms.q.norm.weight = launch.norms.k.norm.weight;
     ForwardingBackend::matmul_head_norms(moved);
   }
 };
