@@ -309,7 +309,7 @@ void register_cuda_controls(Registry& registry) {
       "takes GeGLU of the fp32 gate sum, before its bf16 rounding"));
   list.push_back(on_cuda<MatmulHeadNormsDecodeWeight>(
       "matmul_head_norms/decode-rows-k-weight-cuda", "matmul_head_norms/12b-sliding-slice", Gate::invariant,
-      "norms q with k's weight in calls of up to 16 rows, whose norms run in the K-split reduce"));
+      "norms q with k's weight in calls of up to 32 rows, whose norms run in the K-split reduce"));
   list.push_back(on_cuda<MatmulPromptOrder>("matmul/prompt-order-cuda", "matmul/12b-q-sliding",
                                             Gate::invariant,
                                             "sums the rows of calls over 64 rows in descending k"));
