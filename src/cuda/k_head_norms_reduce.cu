@@ -21,9 +21,10 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kPerThread = 2;
 constexpr int kMaxDim = kThreads * kPerThread;
-// Decode rows: the group's reduce launch and head_norms' are each a chain of dependent steps in few blocks,
-// where one launch saves one chain. Prompt rows keep the two launches.
-constexpr int64_t kMaxRows = 16;
+// Decode rows (the tiled members' 1 to 16, the grouped tile's 17 to 32): the group's reduce launch and
+// head_norms' are each a chain of dependent steps in few blocks, where one launch saves one chain. Prompt
+// rows keep the two launches.
+constexpr int64_t kMaxRows = 32;
 
 // PLUMB_CUDA_HEAD_NORMS_REDUCE=0 keeps the group's reduce and head_norms as two launches (A/B in one build).
 bool reduce_switch_on() {

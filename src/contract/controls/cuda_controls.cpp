@@ -197,7 +197,7 @@ class AttentionTiledScale final : public CudaControl {
   }
 };
 
-// The real device matmul_head_norms, with q normed by k's norm weight in calls of up to 16 rows, those whose
+// The real device matmul_head_norms, with q normed by k's norm weight in calls of up to 32 rows, those whose
 // norms run in the members' K-split reduce (k_head_norms_reduce.cu): a fused reduce that reads another
 // weight than head_norms after the group. Gate 2 compares rows alone with the same rows in batches of 80.
 class MatmulHeadNormsDecodeWeight final : public CudaControl {
@@ -205,7 +205,7 @@ class MatmulHeadNormsDecodeWeight final : public CudaControl {
   using CudaControl::CudaControl;
   void matmul_head_norms(const ops::MatmulHeadNormsLaunch& launch) override {
     ops::MatmulHeadNormsLaunch moved = launch;
-    if (launch.norms.q.norm.rows <= 16) moved.norms.q.norm.weight = launch.norms.k.norm.weight;
+    if (launch.norms.q.norm.rows <= 32) moved.norms.q.norm.weight = launch.norms.k.norm.weight;
     ForwardingBackend::matmul_head_norms(moved);
   }
 };
@@ -323,7 +323,7 @@ void register_cuda_controls(Registry& registry) {
       "takes GeGLU of the fp32 gate sum, before its bf16 rounding"));
   list.push_back(on_cuda<MatmulHeadNormsDecodeWeight>(
       "matmul_head_norms/decode-rows-k-weight-cuda", "matmul_head_norms/12b-sliding-slice", Gate::invariant,
-      "norms q with k's weight in calls of up to 16 rows, whose norms run in the K-split reduce"));
+      "norms q with k's weight in calls of up to 32 rows, whose norms run in the K-split reduce"));
   list.push_back(on_cuda<MatmulResidualNormDecodeWeight>(
       "matmul_residual_norm/decode-rows-post-weight-cuda", "matmul_residual_norm/12b-mlp-slice",
       Gate::invariant,
