@@ -206,7 +206,8 @@ Status matmul_head_norms(Backend& backend, const TensorView& x, std::span<const 
 
 // o = x · Wᵀ (matmul's bits, into norm.o), then residual_norm(norm) (its bits): a block's last projection and
 // its sandwich residual, in one launch after the matmul where the backend adds the norms to its K-split
-// reduce (CUDA, bf16 weights at decode rows). x is disjoint from norm.o, norm.h_out and norm.next.
+// reduce (CUDA, bf16 weights at decode rows). x is disjoint from norm.o, norm.h_out and norm.next, and norm.h
+// from norm.o.
 Status matmul_residual_norm(Backend& backend, const TensorView& x, const Weight& weight,
                             const ResidualNormOperands& norm);
 

@@ -93,6 +93,7 @@ Status matmul_residual_norm(Backend& backend, const TensorView& x, const Weight&
   if (!residual.ok()) return residual.error();
   for (const auto& [name, view] : {std::pair{"h_out", &norm.h_out}, std::pair{"next", &norm.next}})
     PLUMB_TRY(check_disjoint(where, name, *view, "x", x));
+  PLUMB_TRY(check_disjoint(where, "h", norm.h, "o", norm.o));  // a fused launch reads h while o is written
   backend.matmul_residual_norm({*matmul, *residual});
   return {};
 }
