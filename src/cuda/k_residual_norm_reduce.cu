@@ -88,9 +88,10 @@ cudaError_t launch_reduce(const ReduceResidualParams& params, cudaStream_t strea
 
 bool residual_norm_reduce_fits(const MatmulArgs& matmul, const ResidualNormArgs& norm) {
   const RmsNormArgs& post = norm.post;
-  return reduce_switch_on() && post.rows == matmul.rows && post.rows <= kMaxRows && post.heads == 1 &&
-         post.x == matmul.out && post.x_stride == matmul.out_stride && post.dim == matmul.weight.out &&
-         !matmul.out_f32 && post.dim <= int64_t{kMaxPerThread} * kResidualThreads &&
+  return unchecked_paths_on() && reduce_switch_on() && post.rows == matmul.rows && post.rows <= kMaxRows &&
+         post.heads == 1 && post.x == matmul.out && post.x_stride == matmul.out_stride &&
+         post.dim == matmul.weight.out && !matmul.out_f32 &&
+         post.dim <= int64_t{kMaxPerThread} * kResidualThreads &&
          std::string_view(PLUMB_CUDA_TARGETS).find("90") != std::string_view::npos &&
          current_compute_capability() >= 90;
 }

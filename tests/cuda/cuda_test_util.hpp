@@ -3,6 +3,7 @@
 // no GPU, as in CI), the CPU backend to compare against, device weights, and bit comparisons that print
 // index, expected, got and the bound.
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -25,6 +26,10 @@ using ops::testing::Values;
 }  // namespace plumb::cuda
 
 namespace plumb::cuda::testing {
+
+// The CUDA tests check the paths not yet run on a GPU too (launchers.hpp's unchecked_paths_on), unless the
+// environment says otherwise: set before main, so before any launch reads it.
+inline const bool kUncheckedPathsOn = setenv("PLUMB_CUDA_UNCHECKED", "1", 0) == 0;
 
 inline std::unique_ptr<CudaBackend> make_gpu(const CudaOptions& options) {
   if (device_count() == 0) return nullptr;
