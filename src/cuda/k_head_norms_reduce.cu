@@ -11,6 +11,7 @@
 #include "cuda/head_norms_params.cuh"
 #include "cuda/launchers.hpp"
 #include "cuda/matmul_plan.hpp"
+#include "cuda/member_sums.cuh"
 #include "cuda/norm_order.cuh"
 
 namespace plumb::cuda::matmul {
@@ -20,9 +21,11 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kPerThread = 2;
 constexpr int kMaxDim = kThreads * kPerThread;
-// Decode rows: the group's reduce launch and head_norms' are each a chain of dependent steps in few blocks,
-// where one launch saves one chain. Prompt rows keep the two launches.
-constexpr int64_t kMaxRows = 16;
+// Decode rows (the tiled members' 1 to 16, the grouped tile's 17 to 32): the group's reduce launch and
+// head_norms' are each a chain of dependent steps in few blocks, where one launch saves one chain. Prompt
+// rows keep the two launches.
+constexpr int64_t kMaxRows = 32;
+constexpr int64_t kCheckedRows = 16;  // 17 to 32 rows only with unchecked_paths_on()
 
 // PLUMB_CUDA_HEAD_NORMS_REDUCE=0 keeps the group's reduce and head_norms as two launches (A/B in one build).
 bool reduce_switch_on() {
@@ -36,14 +39,6 @@ struct ReduceNormsParams {
 };
 static_assert(sizeof(ReduceNormsParams) <= 4096, "the kernel's parameters exceed 4 KiB");
 
-// Element `col` of a member's row `row` as bf16 (a float holding it): reduce_column's bits.
-__device__ __forceinline__ float member_value(const MemberSums& m, int64_t row, int64_t col) {
-  if (!m.cross) return bf16_value(m.out[row * m.out_stride + col]);
-  float total = m.partial[row * m.n + col];
-  for (int s = 1; s < m.splits; ++s) total = total + m.partial[(s * m.rows + row) * m.n + col];
-  return bf16_value(bf16_bits(total));
-}
-
 // The thread's elements (threadIdx.x + kThreads i) of vector h of row r, kept and staged lane-major.
 struct Elements {
   float at[kPerThread];
@@ -53,7 +48,7 @@ struct Elements {
 #pragma unroll
     for (int i = 0; i < kPerThread; ++i) {
       const int k = static_cast<int>(threadIdx.x) + i * kThreads;
-      at[i] = k < dim ? member_value(m, r, h * dim + k) : 0.0f;
+      at[i] = k < dim ? bf16_value(member_bits(m, r, h * dim + k)) : 0.0f;
       if (k < dim) staged[k] = at[i];
     }
   }
@@ -121,7 +116,8 @@ bool head_norms_reduce_fits(std::span<const MatmulArgs> members, const HeadNorms
   const RmsNormArgs &q = norms.q.norm, &k = norms.k.norm, &v = norms.v;
   const bool values_fit =
       members.size() == 3 ? in_place_of(v, members[2]) : v.x == k.x && members.size() == 2;
-  return reduce_switch_on() && q.rows <= kMaxRows && q.dim >= 2 && q.dim <= kMaxDim && q.dim % 2 == 0 &&
+  return reduce_switch_on() && q.rows <= (unchecked_paths_on() ? kMaxRows : kCheckedRows) && q.dim >= 2 &&
+         q.dim <= kMaxDim && q.dim % 2 == 0 &&
          std::ranges::none_of(members, [](const MatmulArgs& m) { return m.out_f32; }) &&
          in_place_of(q, members[0]) && in_place_of(k, members[1]) && values_fit;
 }

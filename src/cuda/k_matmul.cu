@@ -409,6 +409,14 @@ GroupParams group_params(std::span<const MatmulArgs> members, std::span<void* co
   return group;
 }
 
+// Where member i's sums are after the group's tiled launches, for a reduce launch of the caller's.
+void member_sums(const GroupParams& group, MemberSums* sums) {
+  for (int i = 0; i < group.members; ++i) {
+    const Params& p = group.member[i];
+    sums[i] = {p.partial, static_cast<const uint16_t*>(p.out), p.out_stride, p.rows, p.n, p.splits, p.cross};
+  }
+}
+
 // One reduce_group_kernel launch for every member whose splits run across blocks.
 cudaError_t launch_group_reduce(const GroupParams& group, int64_t rows, cudaStream_t stream) {
   if (group.first_reduce[group.members] == 0) return cudaSuccess;
@@ -422,7 +430,7 @@ cudaError_t launch_group_reduce(const GroupParams& group, int64_t rows, cudaStre
 }  // namespace
 
 cudaError_t launch_tiled_group(std::span<const MatmulArgs> members, std::span<void* const> areas,
-                               cudaStream_t stream, bool reduce) {
+                               cudaStream_t stream, bool reduce, MemberSums* sums) {
   constexpr int kRowsTile = kGroupRowsTile;
   const GroupParams group = group_params(members, areas);
   using L = Layout<kRowsTile, 0, kTileStages<kRowsTile, 0>>;
@@ -433,6 +441,7 @@ cudaError_t launch_tiled_group(std::span<const MatmulArgs> members, std::span<vo
   launch_dependent(kernel, dim3(static_cast<unsigned>(group.first_block[group.members])), kThreads,
                    L::kSharedBytes, stream, group);
   if ((code = cudaGetLastError()) != cudaSuccess) return code;
+  if (sums != nullptr) member_sums(group, sums);
   return reduce ? launch_group_reduce(group, members[0].rows, stream) : cudaSuccess;
 }
 
@@ -450,11 +459,10 @@ cudaError_t launch_tiled_members(std::span<const MatmulArgs> members, std::span<
     const Params& p = group.member[i];
     const cudaError_t code = run_any(p, plan_for(p.rows, p.n, p.k), 0, stream);
     if (code != cudaSuccess) return code;
-    if (sums != nullptr)
-      sums[i] = {p.partial, static_cast<const uint16_t*>(p.out), p.out_stride, p.rows, p.n, p.splits,
-                 p.cross};
   }
-  return sums != nullptr ? cudaSuccess : launch_group_reduce(group, members[0].rows, stream);
+  if (sums == nullptr) return launch_group_reduce(group, members[0].rows, stream);
+  member_sums(group, sums);
+  return cudaSuccess;
 }
 
 bool tiled_geglu_fits(std::span<const MatmulArgs> members) {

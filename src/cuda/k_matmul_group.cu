@@ -98,13 +98,16 @@ cudaError_t launch_matmul_head_norms(std::span<const MatmulArgs> members, const 
                                      cudaStream_t stream) {
   using namespace matmul;
   if (members.size() < 2 || members.size() > kMatmulGroupMembers) return cudaErrorInvalidValue;
-  // Where the group takes a tiled launch a member (bf16 at decode rows), their reduce runs head_norms.
-  if (members[0].rows > 0 && group_path(members, decode) == GroupPath::tiled_members &&
+  // Where the group takes the tiled kernel (bf16 at decode rows), the split sums' reduce runs head_norms.
+  const GroupPath path = members[0].rows > 0 ? group_path(members, decode) : GroupPath::each;
+  if ((path == GroupPath::tiled_members || path == GroupPath::tiled_group) &&
       head_norms_reduce_fits(members, norms)) {
     void* areas[kMatmulGroupMembers] = {};
     MemberSums sums[kMatmulGroupMembers] = {};
-    if (const cudaError_t code =
-            launch_tiled_members(members, member_areas(members, scratch, areas), stream, sums);
+    const std::span<void* const> member_area = member_areas(members, scratch, areas);
+    if (const cudaError_t code = path == GroupPath::tiled_group
+                                     ? launch_tiled_group(members, member_area, stream, false, sums)
+                                     : launch_tiled_members(members, member_area, stream, sums);
         code != cudaSuccess)
       return code;
     return launch_head_norms_reduce(std::span(sums, members.size()), norms, cache, stream);
@@ -113,6 +116,24 @@ cudaError_t launch_matmul_head_norms(std::span<const MatmulArgs> members, const 
       code != cudaSuccess)
     return code;
   return launch_head_norms(norms, cache, stream);
+}
+
+cudaError_t launch_matmul_residual_norm(const MatmulArgs& matmul, const ResidualNormArgs& norm, void* scratch,
+                                        unsigned* counters, bool decode, cudaStream_t stream) {
+  using namespace matmul;
+  const std::span<const MatmulArgs> one(&matmul, 1);
+  // Where the matmul takes the tiled kernel (bf16 at decode rows), its split sums' reduce runs the norms.
+  if (matmul.rows > 0 && !decode_takes(matmul, decode) && tiled_members_fit(one) &&
+      residual_norm_reduce_fits(matmul, norm)) {
+    MemberSums sums{};
+    if (const cudaError_t code = launch_tiled_members(one, std::span(&scratch, 1), stream, &sums);
+        code != cudaSuccess)
+      return code;
+    return launch_residual_norm_reduce(sums, static_cast<uint16_t*>(matmul.out), norm, stream);
+  }
+  if (const cudaError_t code = launch_matmul(matmul, scratch, counters, decode, stream); code != cudaSuccess)
+    return code;
+  return launch_residual_norm(norm, stream);
 }
 
 cudaError_t launch_matmul_geglu(std::span<const MatmulArgs> members, const RowsArgs& geglu, void* scratch,

@@ -28,9 +28,6 @@ bool decode_takes(const MatmulArgs& launch, bool decode);
 size_t member_scratch_bytes(const MatmulArgs& launch);
 // The grouped tiled kernel's members: bf16 weights at 17 to 32 rows whose blocks each run one split.
 bool tiled_group_fits(std::span<const MatmulArgs> members);
-// With reduce false the members' partials are left for the caller's reduce launch.
-cudaError_t launch_tiled_group(std::span<const MatmulArgs> members, std::span<void* const> areas,
-                               cudaStream_t stream, bool reduce = true);
 // Where a member's sums are once its tiled launch is done: fp32 partials [splits, rows, n] to add in split
 // order (cross), or the bf16 rows the kernel stored.
 struct MemberSums {
@@ -40,6 +37,10 @@ struct MemberSums {
   int splits;
   bool cross;
 };
+// With reduce false the members' partials are left for the caller's reduce launch, and with `sums`
+// ([members]) where each one's sums are.
+cudaError_t launch_tiled_group(std::span<const MatmulArgs> members, std::span<void* const> areas,
+                               cudaStream_t stream, bool reduce = true, MemberSums* sums = nullptr);
 // bf16 members the grouped kernel does not take, each on its own tiled launch as launch_matmul runs it; the
 // partials of those whose K splits run across blocks (decode rows) are added by one reduce launch, not one a
 // member. With `sums` ([members]) the members' launches alone, and where each one's sums are left.
@@ -55,11 +56,18 @@ cudaError_t launch_tiled_geglu(std::span<const MatmulArgs> members, std::span<vo
 
 // k_head_norms_reduce.cu: whether head_norms reads and writes the members' outputs in place (q, k and v, or
 // q and k with the values from the raw keys) at decode rows, with bf16 outputs, head_dim up to 512; then
-// its launch after launch_tiled_members' (with `sums`): the members' split sums added as its elements are
-// read, the same bits as the group's reduce and launch_head_norms.
+// its launch after launch_tiled_members' or launch_tiled_group's (with `sums`): the members' split sums added
+// as its elements are read, the same bits as the group's reduce and launch_head_norms.
 bool head_norms_reduce_fits(std::span<const MatmulArgs> members, const HeadNormsArgs& norms);
 cudaError_t launch_head_norms_reduce(std::span<const MemberSums> sums, const HeadNormsArgs& norms,
                                      const KvWriteArgs* cache, cudaStream_t stream);
+
+// k_residual_norm_reduce.cu: whether residual_norm's o is the matmul's bf16 output, at decode rows, on sm_90;
+// then its launch after launch_tiled_members' (with `sums`): o's split sums added and stored (into o_out),
+// then residual_norm on them, the same bits as the matmul's reduce and launch_residual_norm.
+bool residual_norm_reduce_fits(const MatmulArgs& matmul, const ResidualNormArgs& norm);
+cudaError_t launch_residual_norm_reduce(const MemberSums& o, uint16_t* o_out, const ResidualNormArgs& norm,
+                                        cudaStream_t stream);
 
 // k_matmul_decode.cu: the members (up to 32 rows of affine weights it supports, one code width) on the decode
 // kernel as one launch, each with its scratch area and its column strips' counters; with `geglu`,

@@ -3,9 +3,11 @@
 // no GPU, as in CI), the CPU backend to compare against, device weights, and bit comparisons that print
 // index, expected, got and the bound.
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,10 @@ using ops::testing::Values;
 }  // namespace plumb::cuda
 
 namespace plumb::cuda::testing {
+
+// The CUDA tests check the paths not yet run on a GPU too (launchers.hpp's unchecked_paths_on), unless the
+// environment says otherwise: set before main, so before any launch reads it.
+inline const bool kUncheckedPathsOn = setenv("PLUMB_CUDA_UNCHECKED", "1", 0) == 0;
 
 inline std::unique_ptr<CudaBackend> make_gpu(const CudaOptions& options) {
   if (device_count() == 0) return nullptr;
@@ -92,17 +98,23 @@ inline DeviceWeight affine_weight(ops::Backend& backend, const ops::AffineTensor
 }
 
 // The bytes of q, k and v, then of each cache, one after another: what head_norms with caches writes.
+// The bytes of each tensor in turn, downloaded.
+inline std::vector<uint8_t> tensors_bytes(ops::Backend& backend,
+                                          std::span<const DeviceTensor* const> tensors) {
+  std::vector<uint8_t> bytes;
+  for (const DeviceTensor* t : tensors) {
+    const std::vector<uint8_t> part = ops::testing::download_bytes(backend, t->view);
+    bytes.insert(bytes.end(), part.begin(), part.end());
+  }
+  return bytes;
+}
+
 inline std::vector<uint8_t> head_norms_bytes(ops::Backend& backend, const DeviceTensor& q,
                                              const DeviceTensor& k, const DeviceTensor& v,
                                              const std::vector<DeviceTensor>& caches) {
   std::vector<const DeviceTensor*> written{&q, &k, &v};
   for (const DeviceTensor& cache : caches) written.push_back(&cache);
-  std::vector<uint8_t> bytes;
-  for (const DeviceTensor* t : written) {
-    const std::vector<uint8_t> part = ops::testing::download_bytes(backend, t->view);
-    bytes.insert(bytes.end(), part.begin(), part.end());
-  }
-  return bytes;
+  return tensors_bytes(backend, written);
 }
 
 // Bytes equal, compared as 16-bit (bf16) or 32-bit (f32, i32) elements; prints the first differences.

@@ -1,6 +1,7 @@
 // matmul_head_norms on CUDA equals its steps (matmul_group, then head_norms with the caches) on the same
 // backend bit for bit: q, k, v and every stream's cache, whether head_norms runs in the members' K-split
-// reduce (bf16 at 1 to 16 rows) or after the group (17 rows and more).
+// reduce (bf16 at 1 to 32 rows: the members' tiled launches to 16, the grouped tile's above) or after the
+// group (33 rows and more).
 #include <cstring>
 #include <random>
 #include <span>
@@ -103,7 +104,7 @@ TEST(CudaMatmulHeadNorms, EqualsItsStepsBitForBit) {
       {"one split", 256, 8, 4, {10000.0, 128, 1.0, 1.0}, false},
   };
   for (const Case& c : cases)
-    for (int64_t rows : {1, 5, 16, 17}) {
+    for (int64_t rows : {1, 5, 16, 17, 32, 33}) {
       const Operands o = make_operands(backend, c, rows);
       const std::vector<uint8_t> at = ops::testing::download_bytes(backend, o.positions.view);
       std::vector<int32_t> positions(static_cast<size_t>(rows));

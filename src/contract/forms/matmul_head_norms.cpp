@@ -1,7 +1,8 @@
 // Forms of matmul_head_norms: a layer's q, k and v of one x (a global layer's q and k, whose values are the
 // raw keys' norm), normed in place with each row's stream writing its cache. Each output's range is
 // head_norms' over its matmul's ranges. CUDA runs the norms in the members' K-split reduce at bf16 decode
-// rows (the 1-, 2-, 5- and 16-row batches) and after the group for 80, so gate 2 compares the two.
+// rows (the 1-, 2-, 5- and 16-row batches after the members' tiled launches, the 24-row one after the grouped
+// tile's) and after the group for 80, so gate 2 compares the two.
 #include <memory>
 #include <vector>
 
@@ -41,7 +42,7 @@ class MatmulHeadNormsForm final : public Form {
     weights_.resize(specs_.size());
     stresses = {Inputs::zero_sum, Inputs::cancel_pairs};
     writes_every_output = false;
-    batch_rows = {1, 2, 5, 16, 80};
+    batch_rows = {1, 2, 5, 16, 24, 80};
     shape_rows = 2;
   }
 

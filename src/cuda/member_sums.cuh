@@ -1,0 +1,21 @@
+#pragma once
+// A tiled matmul member's element once its launch is done (MemberSums, matmul_plan.hpp): its K-split
+// partials added in split order and rounded to bf16 once (k_matmul.cu's split_total and reduce_column), or
+// the bf16 the kernel stored where its splits did not run across blocks. For the reduce launches that run
+// another op's steps on the sums (k_head_norms_reduce.cu, k_residual_norm_reduce.cu).
+#include <cstdint>
+
+#include "cuda/bf16.cuh"
+#include "cuda/matmul_plan.hpp"
+
+namespace plumb::cuda::matmul {
+
+// Element `col` of a member's row `row` as bf16 bits.
+__device__ __forceinline__ uint16_t member_bits(const MemberSums& m, int64_t row, int64_t col) {
+  if (!m.cross) return m.out[row * m.out_stride + col];
+  float total = m.partial[row * m.n + col];
+  for (int s = 1; s < m.splits; ++s) total = total + m.partial[(s * m.rows + row) * m.n + col];
+  return bf16_bits(total);
+}
+
+}  // namespace plumb::cuda::matmul
