@@ -9,6 +9,7 @@
 # (tools/bench/serve_load.py) and transformers on the same bf16 weights. STEPS picks steps:
 # OUT=dir STEPS="build ctest contract exactness tiled ungrouped ring opsbench bench4 bench4t bench4e serve bench16
 #   bench16t bench16e hf ab4 ab16 trees opsab opsncu" this-script
+# (cudatests: test_cuda alone, for a call that runs no ctest; not in the default steps, whose ctest runs it)
 # (ab4 and ab16: tools/bench/ab_bench.py on the 4-bit or bf16 checkpoint, AB_VARIANTS="name:SWITCH=V,... name2"
 # alternated over AB_ROUNDS rounds, default 3, with BENCH_ARGS; not in the default steps; a variant's switch
 # plumb=PATH runs another build, such as a tree of tools/device/build-trees.sh)
@@ -19,8 +20,10 @@
 # mangled name matches the regex NCU_KERNEL after NCU_SKIP of them: stall reasons and sections in
 # opsncu-details.log and the source page, CUDA lines beside SASS with their samples, as CSV in
 # opsncu-source.log; CMAKE_EXTRA=-DCMAKE_CUDA_FLAGS=-lineinfo gives the CUDA lines; not in the default steps)
-# (PLUMB=path/to/plumb uses a plumb built elsewhere; BENCH_ARGS and HF_ARGS pass options to the benches;
-# PACK=file.tgz packs the logs into one file after every step, for a machine that returns few files.)
+# (BUILD_TARGETS limits the build to those targets, such as "plumb test_cuda test_exactness" for a call
+# that runs no ctest; PLUMB=path/to/plumb uses a plumb built elsewhere; BENCH_ARGS and HF_ARGS pass options
+# to the benches; PACK=file.tgz packs the logs into one file after every step, for a machine that returns few
+# files.)
 # Needs .debs/ from tools/device/fetch-debs.sh (run where apt works). Writes OUT/steps.txt and one log a step.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -40,7 +43,8 @@ if wanted build; then
   prefix=$(tools/device/unpack-debs.sh "$PWD/.prefix" | tail -1)
   # shellcheck disable=SC2086  # CMAKE_EXTRA may be several arguments
   step configure 120 cmake -S . -B build-validate -G Ninja -DPLUMB_CUDA=ON ${CMAKE_EXTRA:-} "$prefix" || exit 1
-  step build 400 ninja -C build-validate || exit 1
+  # shellcheck disable=SC2086  # BUILD_TARGETS may be several targets
+  step build 400 ninja -C build-validate ${BUILD_TARGETS:-} || exit 1
 fi
 plumb=${PLUMB:-$PWD/build-validate/src/cli/plumb}
 if wanted ctest; then
@@ -49,6 +53,7 @@ if wanted ctest; then
 fi
 # The whole contract took longer than 165 s on the H200 at 40592e5 (63 forms, 48 controls).
 wanted contract && step contract 360 "$plumb" contract --backend cuda
+wanted cudatests && step test-cuda 180 build-validate/tests/cuda/test_cuda
 wanted exactness && step exactness 120 build-validate/tests/engine/test_exactness --backend cuda
 # The tiled matmul alone (PLUMB_CUDA_DECODE_MATMUL=0, the decode matmul off): the CUDA tests, the exactness
 # suite and the contract's matmul forms again.
