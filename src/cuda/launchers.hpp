@@ -90,8 +90,8 @@ cudaError_t launch_matmul_head_norms(std::span<const MatmulArgs> members, const 
                                      cudaStream_t stream);
 // matmul_residual_norm: the matmul (launch_matmul's scratch), then residual_norm of its output (post.x is
 // matmul.out), run by its K-split reduce at bf16 decode rows on sm_90 (a cluster a row, one launch instead
-// of two), else by launch_residual_norm after it; the same bits either way.
-// PLUMB_CUDA_RESIDUAL_NORM_REDUCE=0 always takes the second.
+// of two; with unchecked_paths_on() until a GPU run has checked it), else by launch_residual_norm after it;
+// the same bits either way. PLUMB_CUDA_RESIDUAL_NORM_REDUCE=0 always takes the second.
 cudaError_t launch_matmul_residual_norm(const MatmulArgs& matmul, const ResidualNormArgs& norm, void* scratch,
                                         unsigned* counters, bool decode, cudaStream_t stream);
 // matmul_geglu: gate and up (members, launch_matmul_group's scratch), then geglu of their outputs, added by

@@ -1,8 +1,8 @@
 // Forms of matmul_residual_norm: a block's last projection (o or down, a slice of its input width) into the
 // full hidden row, then the sandwich residual and the next norm. o's range is the matmul's; h_out's and
 // next's are residual_norm's over it. CUDA runs the norms in the matmul's K-split reduce at bf16 decode rows
-// (the 1-, 2-, 5-, 16- and 24-row batches, a cluster a row on sm_90) and after the matmul's reduce for 80, so
-// gate 2 compares the two.
+// (the 1-, 2-, 5-, 16- and 24-row batches, a cluster a row on sm_90, with PLUMB_CUDA_UNCHECKED=1 until a GPU
+// run has checked it) and after the matmul's reduce for 80, so gate 2 compares the two.
 #include <memory>
 #include <optional>
 #include <vector>
