@@ -57,16 +57,16 @@ cudaError_t launch_tiled_geglu(std::span<const MatmulArgs> members, std::span<vo
 // k_head_norms_reduce.cu: whether head_norms reads and writes the members' outputs in place (q, k and v, or
 // q and k with the values from the raw keys) at decode rows (17 to 32 with unchecked_paths_on()), with bf16
 // outputs, head_dim up to 512; then its launch after launch_tiled_members' or launch_tiled_group's (with
-// `sums`): the members' split sums added
-// as its elements are read, the same bits as the group's reduce and launch_head_norms.
+// `sums`): the members' split sums added as its elements are read, the same bits as the group's reduce and
+// launch_head_norms.
 bool head_norms_reduce_fits(std::span<const MatmulArgs> members, const HeadNormsArgs& norms);
 cudaError_t launch_head_norms_reduce(std::span<const MemberSums> sums, const HeadNormsArgs& norms,
                                      const KvWriteArgs* cache, cudaStream_t stream);
 
 // k_residual_norm_reduce.cu: whether residual_norm's o is the matmul's bf16 output, at decode rows, on sm_90
-// (with unchecked_paths_on(), until a GPU run has checked it);
-// then its launch after launch_tiled_members' (with `sums`): o's split sums added and stored (into o_out),
-// then residual_norm on them, the same bits as the matmul's reduce and launch_residual_norm.
+// (with unchecked_paths_on(), until a GPU run has checked it); then its launch after launch_tiled_members'
+// (with `sums`): o's split sums added and stored (into o_out), then residual_norm on them, the same bits as
+// the matmul's reduce and launch_residual_norm.
 bool residual_norm_reduce_fits(const MatmulArgs& matmul, const ResidualNormArgs& norm);
 cudaError_t launch_residual_norm_reduce(const MemberSums& o, uint16_t* o_out, const ResidualNormArgs& norm,
                                         cudaStream_t stream);

@@ -99,7 +99,6 @@ inline DeviceWeight affine_weight(ops::Backend& backend, const ops::AffineTensor
   return made;
 }
 
-// The bytes of q, k and v, then of each cache, one after another: what head_norms with caches writes.
 // The bytes of each tensor in turn, downloaded.
 inline std::vector<uint8_t> tensors_bytes(ops::Backend& backend,
                                           std::span<const DeviceTensor* const> tensors) {
@@ -111,6 +110,7 @@ inline std::vector<uint8_t> tensors_bytes(ops::Backend& backend,
   return bytes;
 }
 
+// The bytes of q, k and v, then of each cache, one after another: what head_norms with caches writes.
 inline std::vector<uint8_t> head_norms_bytes(ops::Backend& backend, const DeviceTensor& q,
                                              const DeviceTensor& k, const DeviceTensor& v,
                                              const std::vector<DeviceTensor>& caches) {
