@@ -43,6 +43,7 @@ __global__ void __launch_bounds__(kResidualThreads)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   const ResidualNormArgs& launch = params.norm;
   const int dim = static_cast<int>(launch.post.dim);
+  cluster_arrive_relaxed();  // this block runs: peers may store into its shared memory once all have
   const uint32_t rank = cluster_rank();
   const int64_t r = blockIdx.y;
   ResidualNormRow<kPerThread> row;
@@ -53,6 +54,7 @@ __global__ void __launch_bounds__(kResidualThreads)
   if (rank == 0) row.load_h(launch, r, dim);
   const int share = (dim + kClusterBlocks - 1) / kClusterBlocks;
   const int end = min(dim, static_cast<int>(rank + 1) * share);
+  cluster_wait();  // the first block has started, so its staged row exists
   for (int k = static_cast<int>(rank) * share + static_cast<int>(threadIdx.x); k < end;
        k += kResidualThreads) {
     const uint16_t bits = member_bits(params.o, r, k);
