@@ -25,7 +25,6 @@ constexpr int kMaxDim = kThreads * kPerThread;
 // head_norms' are each a chain of dependent steps in few blocks, where one launch saves one chain. Prompt
 // rows keep the two launches.
 constexpr int64_t kMaxRows = 32;
-constexpr int64_t kCheckedRows = 16;  // 17 to 32 rows only with unchecked_paths_on()
 
 // PLUMB_CUDA_HEAD_NORMS_REDUCE=0 keeps the group's reduce and head_norms as two launches (A/B in one build).
 bool reduce_switch_on() {
@@ -116,8 +115,7 @@ bool head_norms_reduce_fits(std::span<const MatmulArgs> members, const HeadNorms
   const RmsNormArgs &q = norms.q.norm, &k = norms.k.norm, &v = norms.v;
   const bool values_fit =
       members.size() == 3 ? in_place_of(v, members[2]) : v.x == k.x && members.size() == 2;
-  return reduce_switch_on() && q.rows <= (unchecked_paths_on() ? kMaxRows : kCheckedRows) && q.dim >= 2 &&
-         q.dim <= kMaxDim && q.dim % 2 == 0 &&
+  return reduce_switch_on() && q.rows <= kMaxRows && q.dim >= 2 && q.dim <= kMaxDim && q.dim % 2 == 0 &&
          std::ranges::none_of(members, [](const MatmulArgs& m) { return m.out_f32; }) &&
          in_place_of(q, members[0]) && in_place_of(k, members[1]) && values_fit;
 }

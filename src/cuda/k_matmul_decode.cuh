@@ -9,6 +9,7 @@
 #include "cuda/k_matmul_blocks.cuh"
 #include "cuda/k_matmul_fragments.cuh"
 #include "cuda/launchers.hpp"
+#include "cuda/split_sums.cuh"
 
 namespace plumb::cuda {
 bool matmul_decode_supports(const WeightArgs& weight);  // k_matmul_decode.cu
@@ -202,31 +203,6 @@ __device__ __forceinline__ void store(const DecodeParams& p, int64_t row, int64_
     static_cast<float*>(p.out)[row * p.out_stride + col] = value;
   } else {
     static_cast<uint16_t*>(p.out)[row * p.out_stride + col] = bf16_bits(value);
-  }
-}
-
-// total[b] = load(0, b); total[b] += load(s, b) for s = 1.. in split order (a single block's additions), for
-// kWays sums at once. The loads of kSplitBatch splits are issued together (past the last split they read it
-// again, unadded: no branch between them), so a sum waits on memory once a batch of splits, not once a split.
-template <int kWays, class Load>
-__device__ __forceinline__ void add_splits(int splits, const Load& load, float (&total)[kWays]) {
-  constexpr int kSplitBatch = 4;
-  for (int s0 = 0; s0 < splits; s0 += kSplitBatch) {
-    float value[kSplitBatch][kWays];
-#pragma unroll
-    for (int j = 0; j < kSplitBatch; ++j)
-#pragma unroll
-      for (int b = 0; b < kWays; ++b) value[j][b] = load(min(s0 + j, splits - 1), b);
-#pragma unroll
-    for (int j = 0; j < kSplitBatch; ++j)
-#pragma unroll
-      for (int b = 0; b < kWays; ++b) {
-        if (s0 + j == 0) {
-          total[b] = value[j][b];
-        } else if (s0 + j < splits) {
-          total[b] = total[b] + value[j][b];
-        }
-      }
   }
 }
 

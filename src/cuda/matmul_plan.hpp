@@ -55,10 +55,9 @@ cudaError_t launch_tiled_geglu(std::span<const MatmulArgs> members, std::span<vo
                                const RowsArgs& geglu, bool grouped, cudaStream_t stream);
 
 // k_head_norms_reduce.cu: whether head_norms reads and writes the members' outputs in place (q, k and v, or
-// q and k with the values from the raw keys) at decode rows (17 to 32 with unchecked_paths_on()), with bf16
-// outputs, head_dim up to 512; then its launch after launch_tiled_members' or launch_tiled_group's (with
-// `sums`): the members' split sums added as its elements are read, the same bits as the group's reduce and
-// launch_head_norms.
+// q and k with the values from the raw keys) at decode rows (1 to 32), with bf16 outputs, head_dim up to 512;
+// then its launch after launch_tiled_members' or launch_tiled_group's (with `sums`): the members' split sums
+// added as its elements are read, the same bits as the group's reduce and launch_head_norms.
 bool head_norms_reduce_fits(std::span<const MatmulArgs> members, const HeadNormsArgs& norms);
 cudaError_t launch_head_norms_reduce(std::span<const MemberSums> sums, const HeadNormsArgs& norms,
                                      const KvWriteArgs* cache, cudaStream_t stream);

@@ -7,15 +7,18 @@
 
 #include "cuda/bf16.cuh"
 #include "cuda/matmul_plan.hpp"
+#include "cuda/split_sums.cuh"
 
 namespace plumb::cuda::matmul {
 
 // Element `col` of a member's row `row` as bf16 bits.
 __device__ __forceinline__ uint16_t member_bits(const MemberSums& m, int64_t row, int64_t col) {
   if (!m.cross) return m.out[row * m.out_stride + col];
-  float total = m.partial[row * m.n + col];
-  for (int s = 1; s < m.splits; ++s) total = total + m.partial[(s * m.rows + row) * m.n + col];
-  return bf16_bits(total);
+  // Eight splits' loads at once: a reduce of few blocks waits on each round trip (o's and down's 8 and 9).
+  float total[1];
+  add_splits<1, 8>(
+      m.splits, [&](int s, int) { return m.partial[(s * m.rows + row) * m.n + col]; }, total);
+  return bf16_bits(total[0]);
 }
 
 }  // namespace plumb::cuda::matmul

@@ -2,7 +2,7 @@
 // raw keys' norm), normed in place with each row's stream writing its cache. Each output's range is
 // head_norms' over its matmul's ranges. CUDA runs the norms in the members' K-split reduce at bf16 decode
 // rows (the 1-, 2-, 5- and 16-row batches after the members' tiled launches, the 24-row one after the grouped
-// tile's with PLUMB_CUDA_UNCHECKED=1) and after the group for 80, so gate 2 compares the two.
+// tile's) and after the group for 80, so gate 2 compares the two.
 #include <memory>
 #include <vector>
 
