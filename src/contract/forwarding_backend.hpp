@@ -39,9 +39,6 @@ class ForwardingBackend : public ops::Backend {
   void matmul_head_norms(const ops::MatmulHeadNormsLaunch& launch) override {
     real_.matmul_head_norms(launch);
   }
-  void matmul_residual_norm(const ops::MatmulResidualNormLaunch& launch) override {
-    real_.matmul_residual_norm(launch);
-  }
   void geglu(const ops::RowsLaunch& launch) override { real_.geglu(launch); }
   void add(const ops::RowsLaunch& launch) override { real_.add(launch); }
   void scale(const ops::RowsLaunch& launch) override { real_.scale(launch); }

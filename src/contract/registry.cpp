@@ -26,7 +26,6 @@ Registry build_registry() {
   forms::register_matmul_group_forms(registry);
   forms::register_matmul_geglu_forms(registry);
   forms::register_matmul_head_norms_forms(registry);
-  forms::register_matmul_residual_norm_forms(registry);
   forms::register_attention_forms(registry);
   forms::register_kv_write_forms(registry);
   forms::register_sample_forms(registry);

@@ -33,7 +33,6 @@ void register_matmul_forms(Registry& registry);
 void register_matmul_group_forms(Registry& registry);
 void register_matmul_geglu_forms(Registry& registry);
 void register_matmul_head_norms_forms(Registry& registry);
-void register_matmul_residual_norm_forms(Registry& registry);
 void register_attention_forms(Registry& registry);
 void register_kv_write_forms(Registry& registry);
 void register_sample_forms(Registry& registry);

@@ -433,18 +433,6 @@ void CudaBackend::matmul_head_norms(const ops::MatmulHeadNormsLaunch& launch) {
       });
 }
 
-void CudaBackend::matmul_residual_norm(const ops::MatmulResidualNormLaunch& launch) {
-  if (!residual_norm_fused(launch.norm.post.dim)) return ops::Backend::matmul_residual_norm(launch);
-  const MatmulArgs args = matmul_args(launch.matmul);
-  const ResidualNormArgs norm = residual_norm_args(launch.norm);
-  run_matmuls(
-      "matmul_residual_norm", std::span(&args, 1),
-      [&] {
-        return fmt::format("matmul_residual_norm {} rows {}", weight_label(launch.matmul.weight), args.rows);
-      },
-      [&](auto... queue) { return launch_matmul_residual_norm(args, norm, queue...); });
-}
-
 void CudaBackend::attention(const ops::AttentionLaunch& launch) {
   if (failed() || launch.rows == 0) return;
   std::vector<AttentionSegmentArgs> segments;

@@ -78,7 +78,6 @@ class CudaBackend final : public ops::Backend {
   void matmul_group(const ops::MatmulGroupLaunch& launch) override;
   void matmul_geglu(const ops::MatmulGegluLaunch& launch) override;
   void matmul_head_norms(const ops::MatmulHeadNormsLaunch& launch) override;
-  void matmul_residual_norm(const ops::MatmulResidualNormLaunch& launch) override;
   void geglu(const ops::RowsLaunch& launch) override;
   void add(const ops::RowsLaunch& launch) override;
   void scale(const ops::RowsLaunch& launch) override;

@@ -118,24 +118,6 @@ cudaError_t launch_matmul_head_norms(std::span<const MatmulArgs> members, const 
   return launch_head_norms(norms, cache, stream);
 }
 
-cudaError_t launch_matmul_residual_norm(const MatmulArgs& matmul, const ResidualNormArgs& norm, void* scratch,
-                                        unsigned* counters, bool decode, cudaStream_t stream) {
-  using namespace matmul;
-  const std::span<const MatmulArgs> one(&matmul, 1);
-  // Where the matmul takes the tiled kernel (bf16 at decode rows), its split sums' reduce runs the norms.
-  if (matmul.rows > 0 && !decode_takes(matmul, decode) && tiled_members_fit(one) &&
-      residual_norm_reduce_fits(matmul, norm)) {
-    MemberSums sums{};
-    if (const cudaError_t code = launch_tiled_members(one, std::span(&scratch, 1), stream, &sums);
-        code != cudaSuccess)
-      return code;
-    return launch_residual_norm_reduce(sums, static_cast<uint16_t*>(matmul.out), norm, stream);
-  }
-  if (const cudaError_t code = launch_matmul(matmul, scratch, counters, decode, stream); code != cudaSuccess)
-    return code;
-  return launch_residual_norm(norm, stream);
-}
-
 cudaError_t launch_matmul_geglu(std::span<const MatmulArgs> members, const RowsArgs& geglu, void* scratch,
                                 unsigned* counters, bool decode, cudaStream_t stream) {
   using namespace matmul;

@@ -9,7 +9,6 @@
 #include "cuda/head_norms_params.cuh"
 #include "cuda/launchers.hpp"
 #include "cuda/norm_order.cuh"
-#include "cuda/residual_norm_row.cuh"
 
 namespace plumb::cuda {
 
@@ -22,8 +21,8 @@ namespace {
 constexpr int kLanes = kNormLanes;
 constexpr int kThreads = 256;
 constexpr int kVectorsPerBlock = kThreads / kLanes;
-constexpr int64_t kWideDim = 1024;  // vectors at least this long get a block each (rms_norm_wide_kernel)
-constexpr int kWideThreads = kResidualThreads;
+constexpr int64_t kWideDim = 1024;    // vectors at least this long get a block each (rms_norm_wide_kernel)
+constexpr int kWideThreads = 512;     // 3840 / 8 = 480 packed loads: one per thread
 constexpr int kMaxFusedColumns = 24;  // residual_norm's columns a thread: 12288-wide rows, 48 KiB staged
 // From this many rows residual_norm takes a warp a row. Below it a block a row: at decode the warp kernel's
 // batches made a 12B step 1.1 ms slower (1 stream), where prompts gained 2.7% at 2048 tokens (H200).
@@ -96,21 +95,54 @@ __global__ void rms_norm_wide_kernel(RmsNormArgs launch) {
   }
 }
 
-// residual_norm, one block a row (residual_norm_row.cuh's steps), o staged lane-major from memory. Each
-// thread keeps its columns' weights (read before the wait: no launch writes them) and h in registers, so the
-// row costs one memory round trip before the sums.
+// residual_norm, one block a row: h_out = bf16(h + bf16(o * inv_o * w_post)), bf16(h_out * factor) when
+// scaled, then next = bf16(h_out * inv_h * w_next); the staged row holds o, then h_out as rounded. Each
+// thread keeps its kPerThread columns' weights (read before the wait: no launch writes them) and h in
+// registers, so the row costs one memory round trip before the sums.
 template <int kPerThread>
 __global__ void __launch_bounds__(kWideThreads) residual_norm_kernel(ResidualNormArgs launch) {
-  const auto dim = static_cast<int>(launch.post.dim);
-  ResidualNormRow<kPerThread> row;
-  row.load_weights(launch, dim);
+  const RmsNormArgs& post = launch.post;
+  const RmsNormArgs& next = launch.next_norm;
+  const auto dim = static_cast<int>(post.dim);
+  float post_weight[kPerThread], next_weight[kPerThread], h[kPerThread];
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int k = static_cast<int>(threadIdx.x) + i * kWideThreads;
+    post_weight[i] = k < dim ? bf16_value(post.weight[k]) : 0.0f;
+    next_weight[i] = k < dim ? bf16_value(next.weight[k]) : 0.0f;
+  }
   wait_for_previous_kernel();
   extern __shared__ __align__(16) float staged[];
   const LaneMajorRow values(staged, dim);
   const int64_t r = blockIdx.x;
-  row.load_h(launch, r, dim);
-  stage_vector(launch.post.x + r * launch.post.x_stride, values, dim);
-  row.finish(launch, r, values, dim);
+  const uint16_t* h_row = launch.h + r * launch.h_stride;
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int k = static_cast<int>(threadIdx.x) + i * kWideThreads;
+    h[i] = k < dim ? bf16_value(h_row[k]) : 0.0f;
+  }
+  stage_vector(post.x + r * post.x_stride, values, dim);
+  const float post_inverse = block_inverse_rms(values, dim, post.eps);
+  uint16_t* h_out = launch.h_out + r * launch.h_out_stride;
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int k = static_cast<int>(threadIdx.x) + i * kWideThreads;
+    if (k >= dim) break;
+    const float normed = round_bf16(values[k] * post_inverse * post_weight[i]);
+    float sum = round_bf16(h[i] + normed);
+    if (launch.scaled) sum = round_bf16(sum * launch.factor);
+    values[k] = sum;
+    h_out[k] = bf16_bits(sum);
+    h[i] = sum;  // this thread's own h_out, for the next norm's products
+  }
+  const float next_inverse = block_inverse_rms(values, dim, next.eps);
+  uint16_t* out = next.out + r * next.out_stride;
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int k = static_cast<int>(threadIdx.x) + i * kWideThreads;
+    if (k >= dim) break;
+    out[k] = bf16_bits(h[i] * next_inverse * next_weight[i]);
+  }
 }
 
 // The half-warp's rotation of its normed vector x: out[i] and out[i + dim/2] from x's pair i (each lane

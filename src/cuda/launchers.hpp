@@ -14,10 +14,6 @@ namespace plumb::cuda {
 // A fast path's environment switch: on unless the variable is "0" (PLUMB_CUDA_GRAPHS=0 and the like turn a
 // path off for comparisons; none changes a bit). Callers read it once and keep the answer.
 bool env_switch_on(const char* variable);
-// Fast paths built but not yet run on a GPU stay off unless PLUMB_CUDA_UNCHECKED is 1: the CUDA tests, the
-// exactness suite and the device scripts set it, so the next GPU run checks and times them before they
-// become the default (and this gate leaves their callers). Read once.
-bool unchecked_paths_on();
 
 // Loads a trivial kernel: fails when the driver has no image of this build for the current device.
 cudaError_t probe_kernel_image();
@@ -88,12 +84,6 @@ cudaError_t launch_matmul_group(std::span<const MatmulArgs> members, void* scrat
 cudaError_t launch_matmul_head_norms(std::span<const MatmulArgs> members, const HeadNormsArgs& norms,
                                      const KvWriteArgs* cache, void* scratch, unsigned* counters, bool decode,
                                      cudaStream_t stream);
-// matmul_residual_norm: the matmul (launch_matmul's scratch), then residual_norm of its output (post.x is
-// matmul.out), run by its K-split reduce at bf16 decode rows on sm_90 (a cluster a row, one launch instead
-// of two; with unchecked_paths_on() until a GPU run has checked it), else by launch_residual_norm after it;
-// the same bits either way. PLUMB_CUDA_RESIDUAL_NORM_REDUCE=0 always takes the second.
-cudaError_t launch_matmul_residual_norm(const MatmulArgs& matmul, const ResidualNormArgs& norm, void* scratch,
-                                        unsigned* counters, bool decode, cudaStream_t stream);
 // matmul_geglu: gate and up (members, launch_matmul_group's scratch), then geglu of their outputs, added by
 // the matmuls' K-split reduce where both split into several at decode rows (the decode kernel, or the tiled
 // kernel's reduce launch), else by launch_geglu after them; the same bits either way.

@@ -62,14 +62,6 @@ bool head_norms_reduce_fits(std::span<const MatmulArgs> members, const HeadNorms
 cudaError_t launch_head_norms_reduce(std::span<const MemberSums> sums, const HeadNormsArgs& norms,
                                      const KvWriteArgs* cache, cudaStream_t stream);
 
-// k_residual_norm_reduce.cu: whether residual_norm's o is the matmul's bf16 output, at decode rows, on sm_90
-// (with unchecked_paths_on(), until a GPU run has checked it); then its launch after launch_tiled_members'
-// (with `sums`): o's split sums added and stored (into o_out), then residual_norm on them, the same bits as
-// the matmul's reduce and launch_residual_norm.
-bool residual_norm_reduce_fits(const MatmulArgs& matmul, const ResidualNormArgs& norm);
-cudaError_t launch_residual_norm_reduce(const MemberSums& o, uint16_t* o_out, const ResidualNormArgs& norm,
-                                        cudaStream_t stream);
-
 // k_matmul_decode.cu: the members (up to 32 rows of affine weights it supports, one code width) on the decode
 // kernel as one launch, each with its scratch area and its column strips' counters; with `geglu`,
 // matmul_geglu's gate and up, whose reduce adds geglu.

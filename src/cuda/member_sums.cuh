@@ -2,7 +2,7 @@
 // A tiled matmul member's element once its launch is done (MemberSums, matmul_plan.hpp): its K-split
 // partials added in split order and rounded to bf16 once (k_matmul.cu's split_total and reduce_column), or
 // the bf16 the kernel stored where its splits did not run across blocks. For the reduce launches that run
-// another op's steps on the sums (k_head_norms_reduce.cu, k_residual_norm_reduce.cu).
+// another op's steps on the sums (k_head_norms_reduce.cu).
 #include <cstdint>
 
 #include "cuda/bf16.cuh"

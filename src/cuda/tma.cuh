@@ -92,25 +92,6 @@ __device__ __forceinline__ float load_from_cta(const float* local, uint32_t cta)
   return value;
 }
 
-// Stores `value` at `local`'s place in CTA `cta`'s shared memory (seen there after a cluster barrier).
-__device__ __forceinline__ void store_to_cta(float* local, uint32_t cta, float value) {
-  uint32_t remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n"
-               : "=r"(remote)
-               : "r"(shared_address(local)), "r"(cta));
-  asm volatile("st.shared::cluster.f32 [%0], %1;\n" ::"r"(remote), "f"(value) : "memory");
-}
-
-// The two halves of a cluster barrier, for a kernel that stores into a peer's shared memory: every CTA
-// arrives as it starts and waits before its first store, since a peer's shared memory exists only once it
-// runs.
-__device__ __forceinline__ void cluster_arrive_relaxed() {
-  asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory");
-}
-__device__ __forceinline__ void cluster_wait() {
-  asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory");
-}
-
 // Every thread of every CTA of the cluster meets here (each CTA's barriers initialized before anyone copies
 // into them; none exits while another may still copy or arrive into it).
 __device__ __forceinline__ void cluster_sync() {

@@ -179,12 +179,6 @@ struct ResidualNormLaunch {
   RmsNormLaunch next_norm;
 };
 
-// matmul, then residual_norm of its output (post.x is the matmul's out).
-struct MatmulResidualNormLaunch {
-  MatmulLaunch matmul;
-  ResidualNormLaunch norm;
-};
-
 struct ArgmaxLaunch {
   const void* x;
   DType x_dtype;  // bf16 or f32
@@ -276,9 +270,6 @@ class Backend {
   // The group, then head_norms: one launch after the matmuls where a backend adds the norms to their K-split
   // reduce (CUDA); by default the two ops, which is what it must equal bit for bit.
   virtual void matmul_head_norms(const MatmulHeadNormsLaunch& launch);
-  // The matmul, then residual_norm of its output: one launch after the matmul where a backend adds the norms
-  // to its K-split reduce (CUDA); by default the two ops, which is what it must equal bit for bit.
-  virtual void matmul_residual_norm(const MatmulResidualNormLaunch& launch);
   virtual void argmax(const ArgmaxLaunch& launch) = 0;
   virtual void sample(const SampleLaunch& launch) = 0;
 };

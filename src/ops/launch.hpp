@@ -49,10 +49,6 @@ Result<std::vector<MatmulLaunch>> matmul_group_launches(std::string_view where, 
                                                         const TensorView& x,
                                                         std::span<const MatmulMember> members);
 
-// residual_norm's checks and launch (ops_rows.cpp).
-Result<ResidualNormLaunch> residual_norm_launch(std::string_view where, Device device,
-                                                const ResidualNormOperands& operands);
-
 // A kv_write's launch and the segment table it points into.
 struct KvWritePlan {
   std::vector<KvWriteSegmentLaunch> segments;

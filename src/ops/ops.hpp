@@ -120,15 +120,6 @@ Status residual_norm(Backend& backend, const TensorView& h, const TensorView& o,
                      const TensorView& next_weight, float eps, const TensorView& h_out,
                      const TensorView& next);
 
-// residual_norm's operands, for the ops that take them as one.
-struct ResidualNormOperands {
-  TensorView h, o, post_weight;
-  std::optional<float> factor;
-  TensorView next_weight;
-  float eps;
-  TensorView h_out, next;
-};
-
 // Per-head RMSNorm then RoPE, with HF's rounding: n = rms_norm(x) (bf16), cos/sin = bf16(cos/sin(f32(pos *
 // inv_freq))), out = bf16(bf16(n * cos) + bf16(rotate_half(n) * sin)).
 // x, out: bf16 [rows, heads, head_dim]; weight: bf16 [head_dim] or nullptr; positions: i32 [rows].
@@ -203,13 +194,6 @@ Status matmul_geglu(Backend& backend, const TensorView& x, const Weight& gate_we
 // their K-split reduce (CUDA, where norms reads and writes the members' outputs in place).
 Status matmul_head_norms(Backend& backend, const TensorView& x, std::span<const MatmulMember> members,
                          const HeadNormsOperands& norms, std::span<const KvSegment> segments);
-
-// o = x · Wᵀ (matmul's bits, into norm.o), then residual_norm(norm) (its bits): a block's last projection and
-// its sandwich residual, in one launch after the matmul where the backend adds the norms to its K-split
-// reduce (CUDA, bf16 weights at decode rows). x is disjoint from norm.o, norm.h_out and norm.next, and norm.h
-// from norm.o.
-Status matmul_residual_norm(Backend& backend, const TensorView& x, const Weight& weight,
-                            const ResidualNormOperands& norm);
 
 // out = bf16(bf16(gelu_tanh(gate)) * up); gelu_tanh(g) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))) in
 // fp32. gate, up, out: bf16 [rows, width].

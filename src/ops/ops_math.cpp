@@ -1,7 +1,6 @@
 // Op entries for matmul, the elementwise ops and argmax: check operands, then call the typed launcher.
 #include <cmath>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -82,25 +81,6 @@ Status matmul_head_norms(Backend& backend, const TensorView& x, std::span<const 
 void Backend::matmul_head_norms(const MatmulHeadNormsLaunch& launch) {
   matmul_group(launch.group);
   head_norms(launch.norms);
-}
-
-Status matmul_residual_norm(Backend& backend, const TensorView& x, const Weight& weight,
-                            const ResidualNormOperands& norm) {
-  constexpr std::string_view where = "ops.matmul_residual_norm";
-  Result<MatmulLaunch> matmul = matmul_launch(where, backend.device(), x, weight, norm.o, "o");
-  if (!matmul.ok()) return matmul.error();
-  Result<ResidualNormLaunch> residual = residual_norm_launch(where, backend.device(), norm);
-  if (!residual.ok()) return residual.error();
-  for (const auto& [name, view] : {std::pair{"h_out", &norm.h_out}, std::pair{"next", &norm.next}})
-    PLUMB_TRY(check_disjoint(where, name, *view, "x", x));
-  PLUMB_TRY(check_disjoint(where, "h", norm.h, "o", norm.o));  // a fused launch reads h while o is written
-  backend.matmul_residual_norm({*matmul, *residual});
-  return {};
-}
-
-void Backend::matmul_residual_norm(const MatmulResidualNormLaunch& launch) {
-  matmul(launch.matmul);
-  residual_norm(launch.norm);
 }
 
 namespace {

@@ -106,9 +106,12 @@ Status rms_norm(Backend& backend, const TensorView& x, const TensorView* weight,
   return {};
 }
 
-Result<ResidualNormLaunch> residual_norm_launch(std::string_view where, Device device,
-                                                const ResidualNormOperands& operands) {
-  const auto& [h, o, post_weight, factor, next_weight, eps, h_out, next] = operands;
+Status residual_norm(Backend& backend, const TensorView& h, const TensorView& o,
+                     const TensorView& post_weight, std::optional<float> factor,
+                     const TensorView& next_weight, float eps, const TensorView& h_out,
+                     const TensorView& next) {
+  constexpr std::string_view where = "ops.residual_norm";
+  const Device device = backend.device();
   PLUMB_TRY(check_rows(where, "h", h, {DType::bf16}, {kAny, kAny}, device));
   const int64_t rows = h.dim(0), dim = h.dim(1);
   for (const auto& [name, view] : {std::pair{"o", &o}, std::pair{"h_out", &h_out}, std::pair{"next", &next}})
@@ -127,24 +130,9 @@ Result<ResidualNormLaunch> residual_norm_launch(std::string_view where, Device d
   const auto norm = [&](const TensorView& x, const TensorView& weight) {
     return rms_norm_launch(x, &weight, next, rows, 1, dim, eps);
   };
-  return ResidualNormLaunch{norm(o, post_weight),
-                            bf16_data(h),
-                            row_stride(h),
-                            bf16_out(h_out),
-                            row_stride(h_out),
-                            factor.has_value(),
-                            factor ? round_bf16(*factor) : 1.0f,
-                            norm(h_out, next_weight)};
-}
-
-Status residual_norm(Backend& backend, const TensorView& h, const TensorView& o,
-                     const TensorView& post_weight, std::optional<float> factor,
-                     const TensorView& next_weight, float eps, const TensorView& h_out,
-                     const TensorView& next) {
-  Result<ResidualNormLaunch> launch = residual_norm_launch(
-      "ops.residual_norm", backend.device(), {h, o, post_weight, factor, next_weight, eps, h_out, next});
-  if (!launch.ok()) return launch.error();
-  backend.residual_norm(*launch);
+  backend.residual_norm({norm(o, post_weight), bf16_data(h), row_stride(h), bf16_out(h_out),
+                         row_stride(h_out), factor.has_value(), factor ? round_bf16(*factor) : 1.0f,
+                         norm(h_out, next_weight)});
   return {};
 }
 

@@ -3,11 +3,9 @@
 // no GPU, as in CI), the CPU backend to compare against, device weights, and bit comparisons that print
 // index, expected, got and the bound.
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -27,13 +25,7 @@ using ops::testing::Values;
 
 namespace plumb::cuda::testing {
 
-// The CUDA tests check the paths not yet run on a GPU too (launchers.hpp's unchecked_paths_on), unless the
-// environment says otherwise: set before main, so before any launch reads it (every test's backend comes from
-// make_gpu, which reads the flag, so its setting cannot be deferred past them).
-inline const bool kUncheckedPathsOn = setenv("PLUMB_CUDA_UNCHECKED", "1", 0) == 0;
-
 inline std::unique_ptr<CudaBackend> make_gpu(const CudaOptions& options) {
-  if (!kUncheckedPathsOn) ADD_FAILURE() << "setenv PLUMB_CUDA_UNCHECKED failed";
   if (device_count() == 0) return nullptr;
   auto made = CudaBackend::create(0, options);
   if (!made) ADD_FAILURE() << made.error().message;
@@ -99,24 +91,18 @@ inline DeviceWeight affine_weight(ops::Backend& backend, const ops::AffineTensor
   return made;
 }
 
-// The bytes of each tensor in turn, downloaded.
-inline std::vector<uint8_t> tensors_bytes(ops::Backend& backend,
-                                          std::span<const DeviceTensor* const> tensors) {
-  std::vector<uint8_t> bytes;
-  for (const DeviceTensor* t : tensors) {
-    const std::vector<uint8_t> part = ops::testing::download_bytes(backend, t->view);
-    bytes.insert(bytes.end(), part.begin(), part.end());
-  }
-  return bytes;
-}
-
 // The bytes of q, k and v, then of each cache, one after another: what head_norms with caches writes.
 inline std::vector<uint8_t> head_norms_bytes(ops::Backend& backend, const DeviceTensor& q,
                                              const DeviceTensor& k, const DeviceTensor& v,
                                              const std::vector<DeviceTensor>& caches) {
   std::vector<const DeviceTensor*> written{&q, &k, &v};
   for (const DeviceTensor& cache : caches) written.push_back(&cache);
-  return tensors_bytes(backend, written);
+  std::vector<uint8_t> bytes;
+  for (const DeviceTensor* t : written) {
+    const std::vector<uint8_t> part = ops::testing::download_bytes(backend, t->view);
+    bytes.insert(bytes.end(), part.begin(), part.end());
+  }
+  return bytes;
 }
 
 // Bytes equal, compared as 16-bit (bf16) or 32-bit (f32, i32) elements; prints the first differences.

@@ -170,20 +170,6 @@ class SampleOwnPosition final : public CudaControl {
   ops::DeviceTensor shifted_;
 };
 
-// The real device matmul_residual_norm, with the next norm taking the post norm's weight in calls of up to
-// 32 rows, those whose norms run in the matmul's K-split reduce (k_residual_norm_reduce.cu): a fused reduce
-// that reads another weight than residual_norm after the matmul. Gate 2 compares rows alone with the same
-// rows in batches of 80.
-class MatmulResidualNormDecodeWeight final : public CudaControl {
- public:
-  using CudaControl::CudaControl;
-  void matmul_residual_norm(const ops::MatmulResidualNormLaunch& launch) override {
-    ops::MatmulResidualNormLaunch moved = launch;
-    if (launch.matmul.rows <= 32) moved.norm.next_norm.weight = launch.norm.post.weight;
-    ForwardingBackend::matmul_residual_norm(moved);
-  }
-};
-
 // The real device attention, with the score scale off by 2^-8 in calls whose segments average 8 rows or more,
 // those that take the tiled kernels (k_attention_tiles.cu): a tiled path that scales its scores otherwise
 // than the per-row path. Gate 2 compares those rows with the same rows alone.
@@ -324,11 +310,6 @@ void register_cuda_controls(Registry& registry) {
   list.push_back(on_cuda<MatmulHeadNormsDecodeWeight>(
       "matmul_head_norms/decode-rows-k-weight-cuda", "matmul_head_norms/12b-sliding-slice", Gate::invariant,
       "norms q with k's weight in calls of up to 32 rows, whose norms run in the K-split reduce"));
-  list.push_back(on_cuda<MatmulResidualNormDecodeWeight>(
-      "matmul_residual_norm/decode-rows-post-weight-cuda", "matmul_residual_norm/12b-mlp-slice",
-      Gate::invariant,
-      "takes the next norm with the post norm's weight in calls of up to 32 rows, whose norms run in the "
-      "K-split reduce"));
   list.push_back(on_cuda<MatmulPromptOrder>("matmul/prompt-order-cuda", "matmul/12b-q-sliding",
                                             Gate::invariant,
                                             "sums the rows of calls over 64 rows in descending k"));

@@ -1,4 +1,4 @@
-// Controls for matmul, matmul_group, matmul_geglu, matmul_head_norms, matmul_residual_norm and embed_rows.
+// Controls for matmul, matmul_group, matmul_geglu, matmul_head_norms and embed_rows.
 #include <utility>
 #include <vector>
 
@@ -126,18 +126,6 @@ class MatmulHeadNormsValuesFromKeys final : public ForwardingBackend {
   }
 };
 
-// matmul_residual_norm whose next norm takes the post norm's weight (a fused reduce that reads another norm's
-// weight).
-class MatmulResidualNormPostWeightTwice final : public ForwardingBackend {
- public:
-  using ForwardingBackend::ForwardingBackend;
-  void matmul_residual_norm(const ops::MatmulResidualNormLaunch& launch) override {
-    ops::MatmulResidualNormLaunch moved = launch;
-    moved.norm.next_norm.weight = launch.norm.post.weight;
-    real().matmul_residual_norm(moved);
-  }
-};
-
 }  // namespace
 
 void register_matmul_controls(Registry& registry) {
@@ -160,9 +148,6 @@ void register_matmul_controls(Registry& registry) {
   list.push_back(planted<MatmulHeadNormsValuesFromKeys>(
       "matmul_head_norms/values-from-keys", "matmul_head_norms/12b-sliding-slice", Gate::shapes,
       "norms the values from the raw keys' rows instead of v's"));
-  list.push_back(planted<MatmulResidualNormPostWeightTwice>(
-      "matmul_residual_norm/post-weight-twice", "matmul_residual_norm/12b-attention-slice", Gate::shapes,
-      "takes the next norm with the post norm's weight"));
   list.push_back(planted<EmbedFaulty<true>>("embed_rows/affine-unrounded", "embed_rows/12b-affine-8bit-g32",
                                             Gate::shapes,
                                             "keeps the dequantized row in fp32 before the scale"));

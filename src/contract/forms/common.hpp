@@ -2,7 +2,6 @@
 // Helpers the op forms share: host tensors from generated values, and activations per input kind.
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -58,7 +57,6 @@ inline constexpr int64_t kVocab = 262144;
 inline constexpr int64_t kContext = 262144;  // max_position_embeddings
 inline constexpr int64_t kSlidingWindow = 1024;
 inline constexpr float kRmsEps = 1e-6f;
-inline constexpr float kLayerScalar = 0.59765625f;  // a bf16 value, as Gemma 4's layer scalars are
 
 // HF Gemma4RMSNorm: (x * rsqrt(mean(x^2) + eps)) * w in fp32, before the final rounding, over fp32 values
 // each known to lie in its span (one value each where x is a tensor; a range where x is an earlier step's
@@ -66,12 +64,6 @@ inline constexpr float kLayerScalar = 0.59765625f;  // a bf16 value, as Gemma 4'
 std::vector<Span> rms_norm_spans(std::span<const Span> x, const HostData* weight, float eps);
 std::vector<Span> rms_norm_vector(const HostData& x, int64_t offset, int64_t dim, const HostData* weight,
                                   float eps);
-// residual_norm's ranges for one row: h_out = bf16(h + bf16(post_normed)), bf16(h_out * factor) when given,
-// appended to h_out, and bf16(next_norm(h_out)) appended to next; h's row at `offset`, post_normed the post
-// norm's unrounded spans (norms.cpp).
-void append_residual_norm_row(const HostData& h, int64_t offset, std::span<const Span> post_normed,
-                              std::optional<float> factor, const HostData& next_weight,
-                              std::vector<Span>& h_out, std::vector<Span>& next);
 // norm_rope's output over x [rows, heads, dim]: n = bf16(norm), c/s = bf16(cos/sin(f32(pos * inv_freq))),
 // bf16(bf16(n1 c) + bf16(-n2 s)) and bf16(bf16(n2 c) + bf16(n1 s)).
 std::vector<Span> norm_rope_spans(const HostData& x, int64_t heads, int64_t dim, const HostData* weight,

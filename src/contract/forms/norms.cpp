@@ -40,20 +40,6 @@ std::vector<Span> rms_norm_spans(std::span<const Span> x, const HostData* weight
   return out;
 }
 
-void append_residual_norm_row(const HostData& h, int64_t offset, std::span<const Span> post_normed,
-                              std::optional<float> factor, const HostData& next_weight,
-                              std::vector<Span>& h_out, std::vector<Span>& next) {
-  const auto dim = static_cast<int64_t>(post_normed.size());
-  std::vector<Span> row(static_cast<size_t>(dim));
-  for (int64_t k = 0; k < dim; ++k) {
-    Span sum = bf16(f32_add(exact_at(h, offset + k), bf16(post_normed[static_cast<size_t>(k)])));
-    if (factor) sum = bf16(f32_mul(sum, Span::exact(*factor)));
-    row[static_cast<size_t>(k)] = sum;
-  }
-  for (const Span& value : rms_norm_spans(row, &next_weight, kRmsEps)) next.push_back(bf16(value));
-  h_out.insert(h_out.end(), row.begin(), row.end());
-}
-
 std::vector<Span> rms_norm_vector(const HostData& x, int64_t offset, int64_t dim, const HostData* weight,
                                   float eps) {
   std::vector<Span> values(static_cast<size_t>(dim));
@@ -109,6 +95,8 @@ std::vector<int32_t> rope_positions(const CallRequest& request) {
 }
 
 namespace {
+
+constexpr float kLayerScalar = 0.59765625f;  // a bf16 value, as Gemma 4's layer scalars are
 
 class NormForm : public Form {
  public:
@@ -239,10 +227,18 @@ class ResidualNormForm final : public Form {
   std::vector<std::vector<Span>> expected(const Call& call) const override {
     const HostData& h = call.inputs[0];
     std::vector<Span> h_out, next;
-    for (int64_t offset = 0; offset < h.elements(); offset += dim_)
-      append_residual_norm_row(h, offset,
-                               rms_norm_vector(call.inputs[1], offset, dim_, &call.inputs[2], kRmsEps),
-                               factor_, call.inputs[3], h_out, next);
+    for (int64_t offset = 0; offset < h.elements(); offset += dim_) {
+      const std::vector<Span> normed =
+          rms_norm_vector(call.inputs[1], offset, dim_, &call.inputs[2], kRmsEps);
+      std::vector<Span> row(static_cast<size_t>(dim_));
+      for (int64_t k = 0; k < dim_; ++k) {
+        Span sum = bf16(f32_add(exact_at(h, offset + k), bf16(normed[static_cast<size_t>(k)])));
+        if (factor_) sum = bf16(f32_mul(sum, Span::exact(*factor_)));
+        row[static_cast<size_t>(k)] = sum;
+      }
+      for (const Span& value : rms_norm_spans(row, &call.inputs[3], kRmsEps)) next.push_back(bf16(value));
+      h_out.insert(h_out.end(), row.begin(), row.end());
+    }
     return {h_out, next};
   }
 

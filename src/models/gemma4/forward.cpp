@@ -92,10 +92,10 @@ class LayerRunner {
                                      norms, segments));
     PLUMB_TRY(ops::attention(backend_, q, space_.positions.view, segments, {spec.window, 1.0f}, attn));
     const TensorView attn_flat = shaped(space_.attn, {rows_, spec.heads * spec.head_dim});
+    PLUMB_TRY(ops::matmul(backend_, attn_flat, weights.o_proj, space_.o.view));
     const TensorView h = space_.h.view;
-    return ops::matmul_residual_norm(backend_, attn_flat, weights.o_proj,
-                                     {h, space_.o.view, weights.post_attention_norm, std::nullopt,
-                                      weights.pre_feedforward_norm, eps, h, space_.xn.view});
+    return ops::residual_norm(backend_, h, space_.o.view, weights.post_attention_norm, std::nullopt,
+                              weights.pre_feedforward_norm, eps, h, space_.xn.view);
   }
 
   // h = (h + post_feedforward_norm(down(gelu_tanh(gate(xn)) * up(xn)))) * layer_scalar; xn = the next
@@ -105,13 +105,13 @@ class LayerRunner {
     const float eps = model_.config.rms_norm_eps;
     PLUMB_TRY(ops::matmul_geglu(backend_, space_.xn.view, weights.gate_proj, weights.up_proj,
                                 space_.gate.view, space_.up.view, space_.gate.view));
+    PLUMB_TRY(ops::matmul(backend_, space_.gate.view, weights.down_proj, space_.o.view));
     const std::vector<LayerWeights>& layers = model_.weights.layers;
     const TensorView& next_norm =
         index + 1 < layers.size() ? layers[index + 1].input_norm : model_.weights.final_norm;
     const TensorView h = space_.h.view;
-    return ops::matmul_residual_norm(backend_, space_.gate.view, weights.down_proj,
-                                     {h, space_.o.view, weights.post_feedforward_norm, weights.layer_scalar,
-                                      next_norm, eps, h, space_.xn.view});
+    return ops::residual_norm(backend_, h, space_.o.view, weights.post_feedforward_norm, weights.layer_scalar,
+                              next_norm, eps, h, space_.xn.view);
   }
 
   const Model& model_;
