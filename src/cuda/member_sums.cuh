@@ -14,7 +14,7 @@ namespace plumb::cuda::matmul {
 // Element `col` of a member's row `row` as bf16 bits.
 __device__ __forceinline__ uint16_t member_bits(const MemberSums& m, int64_t row, int64_t col) {
   if (!m.cross) return m.out[row * m.out_stride + col];
-  // Eight splits' loads at once: a reduce of few blocks waits on each round trip (o's and down's 8 and 9).
+  // Eight splits' loads at once: a reduce of few blocks waits on each round trip (12B's sliding q 8, k 15).
   float total[1];
   add_splits<1, 8>(
       m.splits, [&](int s, int) { return m.partial[(s * m.rows + row) * m.n + col]; }, total);
