@@ -8,8 +8,10 @@
 # also with the tiled matmul alone and with CUDA graphs off), the server under 32 streaming clients
 # (tools/bench/serve_load.py) and transformers on the same bf16 weights. STEPS picks steps:
 # OUT=dir STEPS="build ctest contract exactness tiled ungrouped ring opsbench bench4 bench4t bench4e serve bench16
-#   bench16t bench16e hf ab4 ab16 trees opsab opsncu" this-script
+#   bench16t bench16e hf ab4 ab16 profile4 profile16 trees opsab opsncu" this-script
 # (cudatests: test_cuda alone, for a call that runs no ctest; not in the default steps, whose ctest runs it)
+# (profile4 and profile16: plumb bench --profile, each op's device time a forward at 1 and 32 streams, eager,
+# on the 4-bit or bf16 checkpoint; not in the default steps)
 # (ab4 and ab16: tools/bench/ab_bench.py on the 4-bit or bf16 checkpoint, AB_VARIANTS="name:SWITCH=V,... name2"
 # alternated over AB_ROUNDS rounds, default 3, with BENCH_ARGS; not in the default steps; a variant's switch
 # plumb=PATH runs another build, such as a tree of tools/device/build-trees.sh)
@@ -110,7 +112,12 @@ ab() {
   step "$1" 590 python3 tools/bench/ab_bench.py --plumb "$plumb" --model "$model" --out "$out/$1" \
     --rounds "${AB_ROUNDS:-3}" --json "$out/$1.json" "${variants[@]}" -- ${BENCH_ARGS:-}
 }
-if wanted bench4 || wanted bench4t || wanted bench4e || wanted serve || wanted ab4; then
+# profile NAME: each op's device time per forward at 1 and 32 streams (events around every launch, so eager).
+profile() {
+  step "$1" 200 "$plumb" bench "$model" --backend cuda --profile --streams 1,32 --prompts 2048 --repeats 1 \
+    --json "$out/$1.json"
+}
+if wanted bench4 || wanted bench4t || wanted bench4e || wanted serve || wanted ab4 || wanted profile4; then
   model=$models/12b-4bit
   step make-4bit 120 "$plumb" make-tiny gemma4 "$model" --geometry 12b --bits 4 --group 64 && {
     wanted bench4 && BENCH_ARGS="${BENCH_ARGS:-} --engine-streams 1,8,32" bench bench-4bit 1
@@ -120,10 +127,11 @@ if wanted bench4 || wanted bench4t || wanted bench4e || wanted serve || wanted a
       --backend cuda --cover-vocab --context 4096 --clients 32 --requests 2 --max-tokens 128 --warmup 32 \
       --check-solo --solo-sample 4 --json "$out/serve-load.json"
     wanted ab4 && ab ab-4bit
+    wanted profile4 && profile profile-4bit
   }
   rm -rf "$model"
 fi
-if wanted bench16 || wanted bench16t || wanted bench16e || wanted hf || wanted ab16; then
+if wanted bench16 || wanted bench16t || wanted bench16e || wanted hf || wanted ab16 || wanted profile16; then
   model=$models/12b-bf16
   step make-bf16 180 "$plumb" make-tiny gemma4 "$model" --geometry 12b && {
     wanted bench16 && bench bench-bf16 1
@@ -131,6 +139,7 @@ if wanted bench16 || wanted bench16t || wanted bench16e || wanted hf || wanted a
     wanted bench16e && bench bench-bf16-eager 1 0
     wanted hf && step hf 300 python3 tools/reference/hf_bench.py "$model" ${HF_ARGS:-} --json "$out/hf.json"
     wanted ab16 && ab ab-bf16
+    wanted profile16 && profile profile-bf16
   }
   rm -rf "$model"
 fi
