@@ -11,8 +11,8 @@
 #include "cuda/head_norms_params.cuh"
 #include "cuda/launchers.hpp"
 #include "cuda/matmul_plan.hpp"
-#include "cuda/member_sums.cuh"
 #include "cuda/norm_order.cuh"
+#include "cuda/split_sums.cuh"
 
 namespace plumb::cuda::matmul {
 
@@ -38,6 +38,17 @@ struct ReduceNormsParams {
 };
 static_assert(sizeof(ReduceNormsParams) <= 4096, "the kernel's parameters exceed 4 KiB");
 
+// Element `col` of a member's row `row` as bf16 (a float holding it): reduce_column's bits, with eight
+// splits' loads at once, since a reduce of few blocks waits on each round trip (12B's sliding q has 8 splits,
+// k 15).
+__device__ __forceinline__ float member_value(const MemberSums& m, int64_t row, int64_t col) {
+  if (!m.cross) return bf16_value(m.out[row * m.out_stride + col]);
+  float total[1];
+  add_splits<1, 8>(
+      m.splits, [&](int s, int) { return m.partial[(s * m.rows + row) * m.n + col]; }, total);
+  return bf16_value(bf16_bits(total[0]));
+}
+
 // The thread's elements (threadIdx.x + kThreads i) of vector h of row r, kept and staged lane-major.
 struct Elements {
   float at[kPerThread];
@@ -47,7 +58,7 @@ struct Elements {
 #pragma unroll
     for (int i = 0; i < kPerThread; ++i) {
       const int k = static_cast<int>(threadIdx.x) + i * kThreads;
-      at[i] = k < dim ? bf16_value(member_bits(m, r, h * dim + k)) : 0.0f;
+      at[i] = k < dim ? member_value(m, r, h * dim + k) : 0.0f;
       if (k < dim) staged[k] = at[i];
     }
   }

@@ -1,6 +1,6 @@
 #pragma once
 // K-split partials added in order with their loads in flight together: the decode kernels' split reduce
-// (k_matmul_decode.cuh) and the reduces that run another op on a matmul's sums (member_sums.cuh).
+// (k_matmul_decode.cuh) and the head_norms reduce (k_head_norms_reduce.cu).
 namespace plumb::cuda {
 
 // total[b] = load(0, b); total[b] += load(s, b) for s = 1.. in split order (a single block's additions), for
