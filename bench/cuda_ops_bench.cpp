@@ -340,6 +340,43 @@ void bench_norm(CudaBackend& backend) {
   }
 }
 
+// What a decode step pays a launch of its small ops: each op `kChain` times in one graph, every launch
+// reading the last one's output (h_out is h, as in the forward), at 1 and 32 rows; the time is the graph's
+// over kChain, so launch gaps and the programmatic overlap between neighbours are in it, as in a decode step.
+void bench_chains(CudaBackend& backend) {
+  constexpr int kChain = 96;  // residual_norm's launches in a 48-layer step
+  DeviceTensor post = tensor(backend, DType::bf16, {kHidden}, 51),
+               next_weight = tensor(backend, DType::bf16, {kHidden}, 52);
+  DeviceTensor weight = tensor(backend, DType::bf16, {256}, 53);
+  for (int64_t rows : {1, 32}) {
+    DeviceTensor h = tensor(backend, DType::bf16, {rows, kHidden}, 54);
+    DeviceTensor o = tensor(backend, DType::bf16, {rows, kHidden}, 55, -0.1f, 0.1f);
+    DeviceTensor next = tensor(backend, DType::bf16, {rows, kHidden}, 56);
+    const auto residual = [&] {
+      for (int i = 0; i < kChain; ++i)
+        require(ops::residual_norm(backend, h.view, o.view, post.view, std::nullopt, next_weight.view, 1e-6f,
+                                   h.view, next.view));
+    };
+    fmt::print("chain residual_norm {}x{}: {:8.4f} us a launch in a graph of {}\n", rows, kHidden,
+               1e3 * graph_ms(backend, residual) / kChain, kChain);
+    DeviceTensor q = tensor(backend, DType::bf16, {rows, 16, 256}, 57);
+    DeviceTensor k = tensor(backend, DType::bf16, {rows, 8, 256}, 58);
+    DeviceTensor v = tensor(backend, DType::bf16, {rows, 8, 256}, 59);
+    std::vector<int32_t> positions(static_cast<size_t>(rows), 140);
+    auto p = backend.allocate(DType::i32, {rows});
+    if (!p) require(p.error());
+    require(backend.upload(TensorView::contiguous(positions.data(), DType::i32, {rows}), p->view));
+    const ops::RopeSpec rope{10000.0, 256, 1.0, 1.0};
+    const auto norms = [&] {
+      for (int i = 0; i < kChain / 2; ++i)
+        require(ops::head_norms(backend, q.view, weight.view, k.view, weight.view, v.view, p->view, rope,
+                                1e-6f, q.view, k.view, v.view));
+    };
+    fmt::print("chain head_norms {}x(16+8+8)x256: {:8.4f} us a launch in a graph of {}\n", rows,
+               1e3 * graph_ms(backend, norms) / (kChain / 2), kChain / 2);
+  }
+}
+
 // q, k and v, and gate and up, of each layer as separate matmuls and as matmul_group (one launch where the
 // backend groups them), at decode row counts, replayed as graphs.
 void bench_matmul_groups(CudaBackend& backend, int bits, double bandwidth) {
@@ -385,8 +422,8 @@ void bench_matmul_groups(CudaBackend& backend, int bits, double bandwidth) {
 }
 
 // Sections to run: all without arguments, else those named (matmul-bf16, matmul-4bit, matmul-group,
-// attention, sample, norm); matmul-prompt or attention-prompt alone runs only the prompt rows of the bf16
-// matmuls or attention, attention-decode alone the decode rows of 1 and 32 streams.
+// attention, sample, norm, chain); matmul-prompt or attention-prompt alone runs only the prompt rows of the
+// bf16 matmuls or attention, attention-decode alone the decode rows of 1 and 32 streams.
 int run(const std::vector<std::string>& sections) {
   const auto wanted = [&](std::string_view name) {
     return sections.empty() || std::find(sections.begin(), sections.end(), name) != sections.end();
@@ -434,6 +471,7 @@ int run(const std::vector<std::string>& sections) {
   }
   if (wanted("sample")) bench_sample(backend);
   if (wanted("norm")) bench_norm(backend);
+  if (wanted("chain")) bench_chains(backend);
   fmt::print("arena peak {:.2f} GiB\n", static_cast<double>(backend.arena().peak_in_use_bytes()) / (1 << 30));
   return 0;
 }

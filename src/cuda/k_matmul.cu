@@ -8,6 +8,8 @@
 // makes the same sums with the codes streamed through shared memory. Affine weights are dequantized in the
 // kernel to bf16(scale * q + bias) (k_matmul_tiles.cuh); f16 and f32 weights go to k_matmul_simt.cu.
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <span>
 
 #include "cuda/dependent_launch.cuh"
@@ -37,9 +39,30 @@ cudaError_t launch_ring_tile(const Params& p, int64_t n_tiles, int64_t m_tiles, 
 
 namespace {
 
-constexpr int64_t kTargetBlocks = 256;  // also bounds the decode kernel's counters (launchers.hpp)
+constexpr int64_t kTargetBlocks = 256;
 constexpr int64_t kDecodeRows = 32;
 constexpr int64_t kMinTilesPerSplit = 4;
+
+// The blocks a call's K splits aim at: kTargetBlocks, or PLUMB_CUDA_TARGET_BLOCKS (64 to 1024) for an A/B of
+// the plan. Another count moves the splits, so the sums' order and the bits of every call; one count holds
+// for the whole process, so I1-I4 hold under each.
+int64_t target_blocks() {
+  static const int64_t blocks = [] {
+    const char* value = std::getenv("PLUMB_CUDA_TARGET_BLOCKS");
+    if (value == nullptr) return kTargetBlocks;
+    char* end = nullptr;
+    const long long parsed = std::strtoll(value, &end, 10);
+    if (end == value || *end != '\0' || parsed < 64 || parsed > 1024) {
+      std::fprintf(stderr,
+                   "cuda.matmul: PLUMB_CUDA_TARGET_BLOCKS '%s' is not a block count; expected 64 to "
+                   "1024, using %lld\n",
+                   value, static_cast<long long>(kTargetBlocks));
+      return kTargetBlocks;
+    }
+    return static_cast<int64_t>(parsed);
+  }();
+  return blocks;
+}
 
 // Runs k tiles [kt0, kt1) through one software pipeline of mma.sync tiles, folding each K split; with
 // kOneSplit the range is one split, whose fold would copy acc: acc is the total (total aliases it).
@@ -313,17 +336,18 @@ bool dequantize_first(const MatmulArgs& launch) {
 
 // Splits from the weight shape (n, k) alone; the row tile and cross-block choice only place work.
 Plan plan_for(int64_t rows, int64_t n, int64_t k) {
+  const int64_t target = target_blocks();
   Plan plan{};
   plan.k_tiles = (k + kTileK - 1) / kTileK;
   plan.n_tiles = (n + kTileN - 1) / kTileN;
-  const int64_t wanted = (kTargetBlocks + plan.n_tiles - 1) / plan.n_tiles;
+  const int64_t wanted = (target + plan.n_tiles - 1) / plan.n_tiles;
   const int64_t most = std::max<int64_t>(1, plan.k_tiles / kMinTilesPerSplit);
   const int64_t splits = std::clamp<int64_t>(wanted, 1, most);
   plan.tiles_per_split = (plan.k_tiles + splits - 1) / splits;
   plan.splits = static_cast<int>((plan.k_tiles + plan.tiles_per_split - 1) / plan.tiles_per_split);
   plan.rows_tile = rows <= 16 ? 16 : rows <= 32 ? 32 : rows <= 64 ? 64 : 128;
   plan.m_tiles = (rows + plan.rows_tile - 1) / plan.rows_tile;
-  plan.cross = plan.splits > 1 && plan.m_tiles * plan.n_tiles < kTargetBlocks;
+  plan.cross = plan.splits > 1 && plan.m_tiles * plan.n_tiles < target;
   return plan;
 }
 

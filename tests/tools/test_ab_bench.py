@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """tools/bench/ab_bench.py with a made-up plumb that writes plumb bench's JSON from its environment: the rounds
 alternate the variants, the medians, fractions and ratios come out of the runs, a variant whose switch moves a
-token fails the check by name, as does a run past its time, a bound the run could not measure prints as -, and
---from summarizes a folder without running anything, and a variant with plumb=PATH runs that build.
+token fails the check by name (with --bits-may-differ, a variant whose own rounds differ), as does a run past
+its time, a bound the run could not measure prints as -, --from summarizes a folder without running anything, and a variant with plumb=PATH runs that build.
 
     test_ab_bench.py PATH/TO/ab_bench.py
 """
@@ -23,7 +23,7 @@ if os.environ.get("FAKE_HANG"):
 speed = float(os.environ.get("FAKE_SPEED", "100"))
 count = int(open(os.environ["FAKE_ORDER"]).read().count("\n"))
 speed += count % 2 * 0.5  # a little drift between runs
-sha = os.environ.get("FAKE_SHA", "aaa")
+sha = os.environ.get("FAKE_SHA", "aaa") + (str(count) if os.environ.get("FAKE_SHA_DRIFT") else "")
 report = {"backend": "fake", "bounds": {}, "failed_checks": [], "model": {}, "peak_device_bytes": 0,
           "decode": [{"streams": 1, "tokens_per_second": speed, "bound_tokens_per_second": 4 * speed,
                       "stream0_token_sha": sha, "step_seconds": []}],
@@ -77,6 +77,16 @@ def main():
         check("run 'broken round 1' line 'decode 1 stream' drew other tokens; expected aaa ('base' round 1), "
               "got bbb" in result.stdout, "the failure names the run, the line and both tokens", result)
 
+        result = run(tool, "--plumb", plumb, "--model", "m", "--out", os.path.join(folder, "own"), "--rounds",
+                     "2", "--variant", "base", "--variant", "plan:FAKE_SHA=bbb", "--bits-may-differ", env=env)
+        check(result.returncode == 0 and "the tokens of its own variant's round 1" in result.stdout,
+              "--bits-may-differ holds each variant to its own tokens", result)
+        result = run(tool, "--plumb", plumb, "--model", "m", "--out", os.path.join(folder, "drift"), "--rounds",
+                     "2", "--variant", "base", "--variant", "plan:FAKE_SHA=bbb,FAKE_SHA_DRIFT=1",
+                     "--bits-may-differ", env=env)
+        check(result.returncode == 1 and "run 'plan round 2' line 'decode 1 stream' drew other tokens; expected "
+              "bbb" in result.stdout, "--bits-may-differ still fails a variant whose rounds differ", result)
+
         result = run(tool, "--plumb", plumb, "--model", "m", "--out", os.path.join(folder, "nobound"), "--rounds",
                      "1", "--variant", "a:FAKE_NO_GEMM=1", "--variant", "b:FAKE_HANG=1", "--timeout", "2", env=env)
         check(result.returncode == 1 and "run 'b round 1' exited timeout after 2 s; expected 0" in result.stdout,
@@ -107,7 +117,7 @@ def main():
         result = run(tool, "--from", out, "--variant", "slow", "--variant", "absent", env=env)
         check(result.returncode == 1 and "variant 'absent' has no runs" in result.stdout,
               "a variant without runs is named", result)
-    print("ab_bench: 15 checks passed")
+    print("ab_bench: 17 checks passed")
 
 
 if __name__ == "__main__":
