@@ -359,6 +359,12 @@ void bench_chains(CudaBackend& backend) {
     };
     fmt::print("chain residual_norm {}x{}: {:8.4f} us a launch in a graph of {}\n", rows, kHidden,
                1e3 * graph_ms(backend, residual) / kChain, kChain);
+    // The floor: the least a dependent launch of these rows costs (one elementwise pass, h = h + o).
+    const auto adds = [&] {
+      for (int i = 0; i < kChain; ++i) require(ops::add(backend, h.view, o.view, h.view));
+    };
+    fmt::print("chain add {}x{}: {:8.4f} us a launch in a graph of {}\n", rows, kHidden,
+               1e3 * graph_ms(backend, adds) / kChain, kChain);
     DeviceTensor q = tensor(backend, DType::bf16, {rows, 16, 256}, 57);
     DeviceTensor k = tensor(backend, DType::bf16, {rows, 8, 256}, 58);
     DeviceTensor v = tensor(backend, DType::bf16, {rows, 8, 256}, 59);
