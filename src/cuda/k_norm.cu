@@ -145,6 +145,52 @@ __global__ void __launch_bounds__(kWideThreads) residual_norm_kernel(ResidualNor
   }
 }
 
+// residual_norm_kernel's steps and bits with each thread on 8 adjacent columns: 16-byte loads and stores of
+// o, h, the weights, h_out and next, and one lane-major slot column (element 8t + j is lane 8 (t % 2) + j's
+// term t / 2), for rows of up to 8 x kWideThreads columns, a multiple of 8, 16-byte aligned. Against the
+// strided kernel's 2-byte accesses and per-element slot arithmetic, a third of the instructions a row.
+__global__ void __launch_bounds__(kWideThreads) residual_norm_vector_kernel(ResidualNormArgs launch) {
+  const RmsNormArgs& post = launch.post;
+  const RmsNormArgs& next = launch.next_norm;
+  const auto dim = static_cast<int>(post.dim);
+  const int t = static_cast<int>(threadIdx.x);
+  const bool active = 8 * t < dim;
+  float post_weight[8], next_weight[8], o[8], h[8];
+  if (active) {
+    unpack_bf16x8(reinterpret_cast<const uint4*>(post.weight)[t], post_weight);
+    unpack_bf16x8(reinterpret_cast<const uint4*>(next.weight)[t], next_weight);
+  }
+  wait_for_previous_kernel();
+  extern __shared__ __align__(16) float staged[];
+  const LaneMajorRow values(staged, dim);
+  float* slots = staged + 8 * (t % 2) * values.stride + t / 2;  // element 8t + j at slots[j * stride]
+  const int64_t r = blockIdx.x;
+  if (active) {
+    unpack_bf16x8(reinterpret_cast<const uint4*>(post.x + r * post.x_stride)[t], o);
+    unpack_bf16x8(reinterpret_cast<const uint4*>(launch.h + r * launch.h_stride)[t], h);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) slots[j * values.stride] = o[j];
+  }
+  const float post_inverse = block_inverse_rms(values, dim, post.eps);
+  if (active) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const float normed = round_bf16(o[j] * post_inverse * post_weight[j]);
+      float sum = round_bf16(h[j] + normed);
+      if (launch.scaled) sum = round_bf16(sum * launch.factor);
+      h[j] = sum;
+      slots[j * values.stride] = sum;
+    }
+    reinterpret_cast<uint4*>(launch.h_out + r * launch.h_out_stride)[t] = pack_bf16x8(h);
+  }
+  const float next_inverse = block_inverse_rms(values, dim, next.eps);
+  if (!active) return;
+  float out[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) out[j] = h[j] * next_inverse * next_weight[j];
+  reinterpret_cast<uint4*>(next.out + r * next.out_stride)[t] = pack_bf16x8(out);
+}
+
 // The half-warp's rotation of its normed vector x: out[i] and out[i + dim/2] from x's pair i (each lane
 // reads only the elements it writes, so out may be x), and the same bits into `copy` where it is not null.
 // A lane reads kLoadBatch pairs (and their weights) before it writes them, so its loads are in flight
@@ -236,6 +282,17 @@ bool fused_norm_switch_on() {
   return on;
 }
 
+// Rows residual_norm_vector_kernel takes; PLUMB_CUDA_NORM_VECTOR=0 sends them to residual_norm_kernel<8>.
+bool residual_norm_vector_fits(const ResidualNormArgs& launch) {
+  static const bool on = env_switch_on("PLUMB_CUDA_NORM_VECTOR");
+  const RmsNormArgs& post = launch.post;
+  const RmsNormArgs& next = launch.next_norm;
+  return on && post.dim % 8 == 0 && post.dim <= 8 * kWideThreads && rows_aligned16(post.x, post.x_stride) &&
+         rows_aligned16(post.weight, 0) && rows_aligned16(next.weight, 0) &&
+         rows_aligned16(launch.h, launch.h_stride) && rows_aligned16(launch.h_out, launch.h_out_stride) &&
+         rows_aligned16(next.out, next.out_stride);
+}
+
 }  // namespace
 
 cudaError_t launch_rms_norm(const RmsNormArgs& launch, cudaStream_t stream) {
@@ -262,6 +319,11 @@ cudaError_t launch_residual_norm(const ResidualNormArgs& launch, cudaStream_t st
   if (post.rows == 0) return cudaSuccess;
   if (post.rows >= kWarpNormRows && residual_norm_rows_fit(launch))
     return launch_residual_norm_rows(launch, stream);
+  if (residual_norm_vector_fits(launch)) {
+    launch_dependent(residual_norm_vector_kernel, static_cast<unsigned>(post.rows), kWideThreads,
+                     lane_major_bytes(post.dim), stream, launch);
+    return cudaGetLastError();
+  }
   return post.dim <= 8 * kWideThreads ? launch_residual_norm_blocks<8>(launch, stream)
                                       : launch_residual_norm_blocks<kMaxFusedColumns>(launch, stream);
 }
