@@ -14,6 +14,7 @@
 #include "cli/bench_bounds.hpp"
 #include "cuda/check.hpp"
 #include "cuda/cuda_backend.hpp"
+#include "cuda/matmul_plan.hpp"
 #include "cuda/stream.hpp"
 #include "models/gemma4/try_assign.hpp"
 
@@ -32,8 +33,12 @@ std::string backend_description(const ops::Backend& backend) {
   const auto* gpu = dynamic_cast<const cuda::CudaBackend*>(&backend);
   if (gpu == nullptr) return std::string(backend.name());
   const cuda::DeviceInfo& info = gpu->info();
-  return fmt::format("cuda ({}, compute {}.{}, {} SMs; decode matmul {})", info.name, info.major, info.minor,
-                     info.multiprocessors, gpu->options().decode_matmul ? "on" : "off");
+  const int64_t split_blocks = cuda::matmul::split_target_blocks();
+  const std::string plan = split_blocks == cuda::matmul::kDefaultSplitBlocks
+                               ? ""
+                               : fmt::format("; K splits aim at {} blocks", split_blocks);
+  return fmt::format("cuda ({}, compute {}.{}, {} SMs; decode matmul {}{})", info.name, info.major,
+                     info.minor, info.multiprocessors, gpu->options().decode_matmul ? "on" : "off", plan);
 }
 
 bool enable_op_profile(ops::Backend& backend) {

@@ -39,30 +39,8 @@ cudaError_t launch_ring_tile(const Params& p, int64_t n_tiles, int64_t m_tiles, 
 
 namespace {
 
-constexpr int64_t kTargetBlocks = 256;
 constexpr int64_t kDecodeRows = 32;
 constexpr int64_t kMinTilesPerSplit = 4;
-
-// The blocks a call's K splits aim at: kTargetBlocks, or PLUMB_CUDA_TARGET_BLOCKS (64 to 1024) for an A/B of
-// the plan. Another count moves the splits, so the sums' order and the bits of every call; one count holds
-// for the whole process, so I1-I4 hold under each.
-int64_t target_blocks() {
-  static const int64_t blocks = [] {
-    const char* value = std::getenv("PLUMB_CUDA_TARGET_BLOCKS");
-    if (value == nullptr) return kTargetBlocks;
-    char* end = nullptr;
-    const long long parsed = std::strtoll(value, &end, 10);
-    if (end == value || *end != '\0' || parsed < 64 || parsed > 1024) {
-      std::fprintf(stderr,
-                   "cuda.matmul: PLUMB_CUDA_TARGET_BLOCKS '%s' is not a block count; expected 64 to "
-                   "1024, using %lld\n",
-                   value, static_cast<long long>(kTargetBlocks));
-      return kTargetBlocks;
-    }
-    return static_cast<int64_t>(parsed);
-  }();
-  return blocks;
-}
 
 // Runs k tiles [kt0, kt1) through one software pipeline of mma.sync tiles, folding each K split; with
 // kOneSplit the range is one split, whose fold would copy acc: acc is the total (total aliases it).
@@ -334,9 +312,30 @@ bool dequantize_first(const MatmulArgs& launch) {
 
 }  // namespace
 
+// PLUMB_CUDA_TARGET_BLOCKS (64 to 1024) sets another count for an A/B of the plan on another GPU. It moves
+// the splits, so the sums' order and the bits of every call; one count holds for the whole process, so I1-I4
+// hold under each. On an H100, 128, 192, 384 and 512 were each slower than 256 at every decode stream count.
+int64_t split_target_blocks() {
+  static const int64_t blocks = [] {
+    const char* value = std::getenv("PLUMB_CUDA_TARGET_BLOCKS");
+    if (value == nullptr) return kDefaultSplitBlocks;
+    char* end = nullptr;
+    const long long parsed = std::strtoll(value, &end, 10);
+    if (end == value || *end != '\0' || parsed < 64 || parsed > 1024) {
+      std::fprintf(stderr,
+                   "cuda.matmul: PLUMB_CUDA_TARGET_BLOCKS '%s' is not a block count; expected 64 to "
+                   "1024, using %lld\n",
+                   value, static_cast<long long>(kDefaultSplitBlocks));
+      return kDefaultSplitBlocks;
+    }
+    return static_cast<int64_t>(parsed);
+  }();
+  return blocks;
+}
+
 // Splits from the weight shape (n, k) alone; the row tile and cross-block choice only place work.
 Plan plan_for(int64_t rows, int64_t n, int64_t k) {
-  const int64_t target = target_blocks();
+  const int64_t target = split_target_blocks();
   Plan plan{};
   plan.k_tiles = (k + kTileK - 1) / kTileK;
   plan.n_tiles = (n + kTileN - 1) / kTileN;

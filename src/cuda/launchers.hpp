@@ -56,7 +56,9 @@ cudaError_t launch_sample(const SampleArgs& launch, bool clusters, cudaStream_t 
 
 // Scratch the op needs on the device (0 when none); the backend passes at least this many bytes, and
 // kMatmulCounters zeroed counters that every launch leaves zeroed (the decode kernel's last block of each
-// output strip adds the K splits; a launch with several splits has fewer than 256 strips).
+// output strip adds the K splits; a launch with several splits has fewer strips than the splits' target
+// blocks, 256 unless PLUMB_CUDA_TARGET_BLOCKS raises it; the decode launch refuses more strips with
+// cudaErrorInvalidValue).
 size_t matmul_scratch_bytes(const MatmulArgs& launch);
 inline constexpr size_t kMatmulCounters = 256;
 // The most matmuls one grouped launch takes (ops::kMatmulGroupMembers).

@@ -20,6 +20,9 @@ struct Plan {
 
 // Splits from the weight shape (n, k) alone; the row tile and cross-block choice only place work.
 Plan plan_for(int64_t rows, int64_t n, int64_t k);
+// The blocks the splits aim at: kDefaultSplitBlocks unless PLUMB_CUDA_TARGET_BLOCKS sets another count.
+inline constexpr int64_t kDefaultSplitBlocks = 256;
+int64_t split_target_blocks();
 
 // k_matmul.cu: whether the backend's decode option sends the call to the decode kernel (up to 32 rows of the
 // weights it supports).
