@@ -62,9 +62,10 @@ std::vector<uint8_t> run_residual(ops::Backend& backend, int64_t rows, int64_t d
   return bytes;
 }
 
-// The fused kernels (one block a row; from 64 rows a warp a row where the vectors allow 16-byte loads and
-// whole 256-column chunks) and, past 12288 columns, the four launches they stand for, against the CPU's four
-// steps.
+// The fused kernels (one block a row, its threads on 8 adjacent columns where rows of up to 4096 columns
+// allow 16-byte accesses, else on columns 512 apart; from 64 rows a warp a row where the vectors allow
+// 16-byte loads and whole 256-column chunks) and, past 12288 columns, the four launches they stand for,
+// against the CPU's four steps.
 TEST(CudaNorm, ResidualNormEqualsTheCpuStepsBitForBit) {
   PLUMB_GPU_OR_SKIP();
   struct Case {
@@ -74,7 +75,8 @@ TEST(CudaNorm, ResidualNormEqualsTheCpuStepsBitForBit) {
   for (const Case& c :
        {Case{1, 3840, std::nullopt}, Case{32, 3840, 0.59765625f}, Case{5, 5376, 1.5f}, Case{3, 100, 0.25f},
         Case{2, 12296, 0.75f}, Case{64, 3840, 0.59765625f}, Case{131, 5376, std::nullopt},
-        Case{67, 256, 1.5f}, Case{80, 100, 0.25f}, Case{1, 12288, 0.75f}, Case{3, 4104, std::nullopt}}) {
+        Case{67, 256, 1.5f}, Case{80, 100, 0.25f}, Case{1, 12288, 0.75f}, Case{3, 4104, std::nullopt},
+        Case{7, 4096, 1.5f}, Case{4, 24, std::nullopt}}) {
     const uint64_t seed = static_cast<uint64_t>(c.rows * 7 + c.dim);
     testing::expect_same_bits(fmt::format("residual_norm {}x{}", c.rows, c.dim),
                               run_residual(*gpu(), c.rows, c.dim, c.factor, seed),
