@@ -2,7 +2,8 @@
 """tools/bench/ab_bench.py with a made-up plumb that writes plumb bench's JSON from its environment: the rounds
 alternate the variants, the medians, fractions and ratios come out of the runs, a variant whose switch moves a
 token fails the check by name (with --bits-may-differ, a variant whose own rounds differ), as does a run past
-its time, a bound the run could not measure prints as -, --from summarizes a folder without running anything, and a variant with plumb=PATH runs that build.
+its time, a bound the run could not measure prints as -, --from summarizes a folder without running anything,
+and a variant with plumb=PATH runs that build.
 
     test_ab_bench.py PATH/TO/ab_bench.py
 """
