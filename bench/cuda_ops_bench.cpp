@@ -224,7 +224,9 @@ void bench_attention(CudaBackend& backend, int64_t heads, int64_t kv_heads, int6
 }
 
 // Decode attention of `streams` streams, a row each at position context - 1 of its own cache (as a decode
-// step of that many streams runs it: one segment a stream), so the per-row score and values kernels run.
+// step of that many streams runs it: one segment a stream), so the per-row score and values kernels run:
+// eager, as a one-launch graph, and a launch's share of a graph of 40 (the cost inside a decode step's
+// graph).
 void bench_attention_streams(CudaBackend& backend, int64_t heads, int64_t kv_heads, int64_t dim,
                              int64_t window, int64_t context, int64_t streams) {
   const int64_t capacity = window > 0 ? ops::kv_capacity(window, 1) : context;
@@ -245,10 +247,15 @@ void bench_attention_streams(CudaBackend& backend, int64_t heads, int64_t kv_hea
   const auto attend = [&] {
     require(ops::attention(backend, q.view, p->view, segments, {window, 1.0f}, out.view));
   };
+  constexpr int kChain = 40;  // a 48-layer step's sliding layers: what a launch costs between its neighbours
+  const auto chain = [&] {
+    for (int i = 0; i < kChain; ++i) attend();
+  };
   fmt::print(
       "attention heads {}/{} dim {} window {:>4} context {:>5} streams {:>3}: {:8.3f} ms eager, {:8.3f} ms "
-      "graph\n",
-      heads, kv_heads, dim, window, context, streams, median_ms(backend, attend), graph_ms(backend, attend));
+      "graph, {:8.4f} ms a launch in a graph of {}\n",
+      heads, kv_heads, dim, window, context, streams, median_ms(backend, attend), graph_ms(backend, attend),
+      graph_ms(backend, chain) / kChain, kChain);
 }
 
 // The same draws on the host, as the engine made them before the device drew: download the logits, draw
