@@ -1,5 +1,6 @@
 // The 128-row matmul tile's wgmma steps give the bits of the mma.sync steps the other tiles make
-// (wgmma_steps.cu): the premise of taking wgmma for prompt rows without breaking I1.
+// (wgmma_steps.cu): the premise of taking wgmma for prompt rows without breaking I1. The swapped form asks
+// the same of a decode tile that would put the weight rows in A.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -9,9 +10,9 @@
 namespace plumb::cuda {
 namespace {
 
-void expect_wgmma_bits(bool n_major) {
+void expect_wgmma_bits(testing::WgmmaForm form) {
   testing::WgmmaComparison result;
-  ASSERT_TRUE(testing::compare_wgmma_with_mma_sync(128, n_major, result))
+  ASSERT_TRUE(testing::compare_wgmma_with_mma_sync(128, form, result))
       << "a CUDA call of the comparison failed";
   if (!result.compiled)
     GTEST_SKIP() << "this build or GPU has no sm_90a code: the 128-row tile takes mma.sync";
@@ -26,13 +27,20 @@ void expect_wgmma_bits(bool n_major) {
 
 TEST(CudaWgmma, StepsGiveTheBitsOfMmaSyncSteps) {
   PLUMB_GPU_OR_SKIP();
-  expect_wgmma_bits(false);
+  expect_wgmma_bits(testing::WgmmaForm::k_major);
 }
 
 // The values walk's B operand: rows of keys (N-major), 64 columns a chain.
 TEST(CudaWgmma, NMajorStepsGiveTheBitsOfMmaSyncSteps) {
   PLUMB_GPU_OR_SKIP();
-  expect_wgmma_bits(true);
+  expect_wgmma_bits(testing::WgmmaForm::n_major);
+}
+
+// The weight rows as A and the rows of x as B (outputs transposed): whether a decode tile of few rows could
+// take 64 weight rows a warpgroup with the bits of the mma.sync tiles. Not yet run on a GPU.
+TEST(CudaWgmma, SwappedOperandsGiveTheBitsOfMmaSyncSteps) {
+  PLUMB_GPU_OR_SKIP();
+  expect_wgmma_bits(testing::WgmmaForm::swapped);
 }
 
 }  // namespace

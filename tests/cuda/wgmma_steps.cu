@@ -3,7 +3,8 @@
 // 128-row tile may take wgmma only because the two give the same bits. Inputs cover normal values, wide and
 // extreme exponents, exactly cancelling pairs, subnormal products, signed zeros and overflow; accumulators
 // normal, +0, -0 and wide; and the first step of a K split starting from nothing (scale-d 0) against mma.sync
-// adding to +0. The values walk's form, B N-major (rows of k), is compared the same way.
+// adding to +0. The values walk's form, B N-major (rows of k), is compared the same way, and so are the
+// operands swapped: the weight rows as A, x as B, the outputs transposed.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -53,12 +54,24 @@ __global__ void mma_sync_kernel(const uint16_t* a_all, const uint16_t* b_all, co
   }
 }
 
+// The accumulator element (t, e) of a warp of the wgmma chain holds: out[m][n] of x row m and weight row n.
+// Swapped, the chain's rows are weight rows (64 a half, tiles 8 t of half t / 8) and its columns x rows.
+struct ChainElement {
+  int m, n;
+  __device__ ChainElement(bool swapped, int warp, int lane, int t, int e) {
+    const int row = warp * 16 + fragment_row(lane, e), col = fragment_col(lane, e);
+    m = swapped ? t % 8 * 8 + col : row;
+    n = swapped ? t / 8 * 64 + row : t * 8 + col;
+  }
+};
+
 // The same with one warpgroup's wgmma steps from 128-byte-swizzled shared tiles (k_matmul.cu's layout); with
 // from_nothing the first step does not accumulate and c is not read. *compiled = 1 where the build has wgmma.
 // n_major: B staged as rows of k (two 64-column blocks, as the values walk stages values) and multiplied as
-// two m64n64k16 chains of the N-major form.
+// two m64n64k16 chains of the N-major form. swapped: two m64n64k16 chains, each of 64 weight rows (A) by the
+// 64 rows of x (B), both K-major.
 __global__ void wgmma_kernel(const uint16_t* a_all, const uint16_t* b_all, const float* c_all, float* out_all,
-                             bool from_nothing, bool n_major, int* compiled) {
+                             bool from_nothing, WgmmaForm form, int* compiled) {
 #if PLUMB_WGMMA
   extern __shared__ __align__(128) char shared_bytes[];
   char* shared = shared_bytes + (1024 - shared_address(shared_bytes) % 1024) % 1024;
@@ -70,12 +83,14 @@ __global__ void wgmma_kernel(const uint16_t* a_all, const uint16_t* b_all, const
   const float* c = c_all + block * kM * kN;
   float* out = out_all + block * kM * kN;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const bool n_major = form == WgmmaForm::n_major, swapped = form == WgmmaForm::swapped;
   if (block == 0 && threadIdx.x == 0) *compiled = 1;
   float acc[16][4];
   for (int t = 0; t < 16; ++t)
-    for (int e = 0; e < 4; ++e)
-      acc[t][e] =
-          from_nothing ? NAN : c[(warp * 16 + fragment_row(lane, e)) * kN + t * 8 + fragment_col(lane, e)];
+    for (int e = 0; e < 4; ++e) {
+      const ChainElement at(swapped, warp, lane, t, e);
+      acc[t][e] = from_nothing ? NAN : c[at.m * kN + at.n];
+    }
   for (int kt = 0; kt < kK / 64; ++kt) {
     __syncthreads();
     for (int i = threadIdx.x; i < (kM + kN) * 8; i += blockDim.x) {
@@ -100,6 +115,13 @@ __global__ void wgmma_kernel(const uint16_t* a_all, const uint16_t* b_all, const
     for (int kk = 0; kk < 4; ++kk) {
       const uint64_t a_step = wgmma_descriptor(shared_address(a_tile) + kk * 32);
       const bool accumulate = !(from_nothing && kt == 0 && kk == 0);
+      if (swapped) {  // weight rows half * 64.. as A (8192 bytes a half), x as B
+        for (int half = 0; half < 2; ++half)
+          wgmma_m64n64k16(reinterpret_cast<float(&)[8][4]>(acc[half * 8]),
+                          wgmma_descriptor(shared_address(b_tile) + half * 8192 + kk * 32), a_step,
+                          accumulate);
+        continue;
+      }
       if (!n_major) {
         wgmma_m64n128k16(acc, a_step, wgmma_descriptor(shared_address(b_tile) + kk * 32), accumulate);
         continue;
@@ -112,10 +134,12 @@ __global__ void wgmma_kernel(const uint16_t* a_all, const uint16_t* b_all, const
     wgmma_wait<0>();
   }
   for (int t = 0; t < 16; ++t)
-    for (int e = 0; e < 4; ++e)
-      out[(warp * 16 + fragment_row(lane, e)) * kN + t * 8 + fragment_col(lane, e)] = acc[t][e];
+    for (int e = 0; e < 4; ++e) {
+      const ChainElement at(swapped, warp, lane, t, e);
+      out[at.m * kN + at.n] = acc[t][e];
+    }
 #else
-  (void)a_all, (void)b_all, (void)c_all, (void)out_all, (void)from_nothing, (void)n_major, (void)compiled;
+  (void)a_all, (void)b_all, (void)c_all, (void)out_all, (void)from_nothing, (void)form, (void)compiled;
 #endif
 }
 
@@ -186,7 +210,7 @@ struct DeviceBuffer {
 
 }  // namespace
 
-bool compare_wgmma_with_mma_sync(int blocks, bool n_major, WgmmaComparison& result) {
+bool compare_wgmma_with_mma_sync(int blocks, WgmmaForm form, WgmmaComparison& result) {
   const size_t a_count = size_t{kM} * kK * blocks, b_count = size_t{kN} * kK * blocks;
   const size_t c_count = size_t{kM} * kN * blocks;
   std::vector<uint16_t> a(a_count), b(b_count);
@@ -218,7 +242,7 @@ bool compare_wgmma_with_mma_sync(int blocks, bool n_major, WgmmaComparison& resu
           return false;
         mma_sync_kernel<<<blocks, 128>>>(device_a.data, device_b.data, device_c.data, device_expected.data);
         wgmma_kernel<<<blocks, 128, shared>>>(device_a.data, device_b.data, device_c.data, device_got.data,
-                                              from_nothing != 0, n_major, compiled.data);
+                                              from_nothing != 0, form, compiled.data);
         if (cudaDeviceSynchronize() != cudaSuccess) return false;
         int has_wgmma = 0;
         if (cudaMemcpy(&has_wgmma, compiled.data, sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess)

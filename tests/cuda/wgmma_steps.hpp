@@ -14,8 +14,13 @@ struct WgmmaComparison {
   uint32_t expected = 0, got = 0;
 };
 
-// Runs every case over `blocks` blocks of 64 x 128 outputs, K = 256, on device 0, B K-major (the matmul
-// tile, the score walk) or N-major (the values walk); false where a CUDA call failed.
-bool compare_wgmma_with_mma_sync(int blocks, bool n_major, WgmmaComparison& result);
+// How the wgmma chain takes the operands: x as A and the weight rows as B K-major (the matmul tile, the score
+// walk) or N-major (the values walk), or swapped, the weight rows as A and x as B (a decode tile of few rows
+// would take 64 weight rows a warpgroup and the rows of x as N).
+enum class WgmmaForm { k_major, n_major, swapped };
+
+// Runs every case over `blocks` blocks of 64 x 128 outputs, K = 256, on device 0, in `form`; false where a
+// CUDA call failed.
+bool compare_wgmma_with_mma_sync(int blocks, WgmmaForm form, WgmmaComparison& result);
 
 }  // namespace plumb::cuda::testing
