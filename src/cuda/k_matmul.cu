@@ -36,6 +36,8 @@ bool ring_tile_fits(const Params& p, int bits);
 template <int kBits>
 cudaError_t launch_ring_tile(const Params& p, int64_t n_tiles, int64_t m_tiles, int64_t splits,
                              cudaStream_t stream);
+// The same ring for bf16 calls of up to 64 rows (one row tile), its second warpgroup idle.
+cudaError_t launch_ring_rows(const Params& p, int64_t n_tiles, int64_t splits, cudaStream_t stream);
 
 namespace {
 
@@ -260,8 +262,7 @@ cudaError_t run(const Params& p, const Plan& plan, cudaStream_t stream) {
   // steps and K splits are the small tiles' mma.sync steps and splits, so the same bits. Not yet run on a
   // GPU.
   if constexpr (kRowsTile < 128 && kBits == 0)
-    if (unchecked_paths_on() && ring_tile_fits(p, 0))
-      return launch_ring_tile<0>(p, grid.x, grid.y, grid.z, stream);
+    if (unchecked_paths_on() && ring_tile_fits(p, 0)) return launch_ring_rows(p, grid.x, grid.z, stream);
   constexpr int kStages = kTileStages<kRowsTile, kBits>;
   using L = Layout<kRowsTile, kBits, kStages>;
   auto kernel = matmul_kernel<kRowsTile, kBits, kStages>;
