@@ -128,9 +128,8 @@ __global__ void __launch_bounds__(kWideThreads) residual_norm_kernel(ResidualNor
   for (int i = 0; i < kPerThread; ++i) {
     const int k = static_cast<int>(threadIdx.x) + i * kWideThreads;
     if (k >= dim) break;
-    const float normed = round_bf16(values[k] * post_inverse * post_weight[i]);
-    float sum = round_bf16(h[i] + normed);
-    if (launch.scaled) sum = round_bf16(sum * launch.factor);
+    const float sum =
+        residual_element(values[k], post_inverse, post_weight[i], h[i], launch.scaled, launch.factor);
     values[k] = sum;
     h_out[k] = bf16_bits(sum);
     h[i] = sum;  // this thread's own h_out, for the next norm's products
@@ -175,11 +174,8 @@ __global__ void __launch_bounds__(kWideThreads) residual_norm_vector_kernel(Resi
   if (active) {
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      const float normed = round_bf16(o[j] * post_inverse * post_weight[j]);
-      float sum = round_bf16(h[j] + normed);
-      if (launch.scaled) sum = round_bf16(sum * launch.factor);
-      h[j] = sum;
-      slots[j * values.stride] = sum;
+      h[j] = residual_element(o[j], post_inverse, post_weight[j], h[j], launch.scaled, launch.factor);
+      slots[j * values.stride] = h[j];
     }
     reinterpret_cast<uint4*>(launch.h_out + r * launch.h_out_stride)[t] = pack_bf16x8(h);
   }

@@ -104,10 +104,8 @@ __global__ void __launch_bounds__(kRowWarps * 32) residual_norm_rows_kernel(Resi
       const Eight xb = x[b], wb = w[b], hb = residual[b];
       Eight s;
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        s.v[j] = round_bf16(hb.v[j] + round_bf16(xb.v[j] * post_inverse * wb.v[j]));
-        if (launch.scaled) s.v[j] = round_bf16(s.v[j] * launch.factor);
-      }
+      for (int j = 0; j < 8; ++j)
+        s.v[j] = residual_element(xb.v[j], post_inverse, wb.v[j], hb.v[j], launch.scaled, launch.factor);
       store8(h_out, c0 + b * kChunk + first, s);
       add_squares(staged, s, lane, sum);
     }

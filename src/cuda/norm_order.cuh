@@ -3,7 +3,8 @@
 // group, each lane's elements in ascending order, then a tree of 8, 4, 2, 1 to the group's first lane; and
 // 1 / sqrt(mean + eps) from that total (--fmad=false: each step rounds on its own). k_norm.cu,
 // k_head_norms.cu and k_residual_norm.cu keep the lanes' sequential sums; the tree and the inverse are here,
-// once, with RoPE's pair rotation and the block-wide sum over a row staged lane-major.
+// once, with residual_norm's element, RoPE's pair rotation and the block-wide sum over a row staged
+// lane-major.
 #include <cstdint>
 
 #include "cuda/bf16.cuh"
@@ -22,6 +23,15 @@ __device__ __forceinline__ float lane_group_total(float sum) {
 template <class Dim>
 __device__ __forceinline__ float inverse_of_total(float total, Dim dim, float eps) {
   return 1.0f / sqrtf(total / static_cast<float>(dim) + eps);
+}
+
+// residual_norm's h_out element: bf16(h + bf16(o * inverse * weight)), then bf16(h_out * factor) when scaled
+// (each step rounds on its own, --fmad=false), as every residual_norm kernel makes it.
+__device__ __forceinline__ float residual_element(float o, float inverse, float weight, float h, bool scaled,
+                                                  float factor) {
+  float sum = round_bf16(h + round_bf16(o * inverse * weight));
+  if (scaled) sum = round_bf16(sum * factor);
+  return sum;
 }
 
 // RoPE's rotation of one pair (first, second) at angle theta, with c, s = bf16(cos/sin(theta)):
