@@ -36,8 +36,6 @@ bool ring_tile_fits(const Params& p, int bits);
 template <int kBits>
 cudaError_t launch_ring_tile(const Params& p, int64_t n_tiles, int64_t m_tiles, int64_t splits,
                              cudaStream_t stream);
-// The same ring for bf16 calls of up to 64 rows (one row tile), its second warpgroup idle.
-cudaError_t launch_ring_rows(const Params& p, int64_t n_tiles, int64_t splits, cudaStream_t stream);
 
 namespace {
 
@@ -258,11 +256,6 @@ cudaError_t run(const Params& p, const Plan& plan, cudaStream_t stream) {
                   plan.cross ? plan.splits : 1);
   if constexpr (kRowsTile == 128 && kBits % 2 == 0 && kBits < 8)
     if (ring_tile_fits(p, kBits)) return launch_ring_tile<kBits>(p, grid.x, grid.y, grid.z, stream);
-  // bf16 decode rows (one row tile) on the ring too, x's rows past the call's copied as zeros: its wgmma
-  // steps and K splits are the small tiles' mma.sync steps and splits, so the same bits. Not yet run on a
-  // GPU.
-  if constexpr (kRowsTile < 128 && kBits == 0)
-    if (unchecked_paths_on() && ring_tile_fits(p, 0)) return launch_ring_rows(p, grid.x, grid.z, stream);
   constexpr int kStages = kTileStages<kRowsTile, kBits>;
   using L = Layout<kRowsTile, kBits, kStages>;
   auto kernel = matmul_kernel<kRowsTile, kBits, kStages>;

@@ -320,27 +320,13 @@ __device__ void consume_rotating(const Ring<0>& ring, const Params& p, const Rin
     run_split<L, kPairs>(ring, p, s, acc_b, acc_a, sums, c, rank);
   }
 }
-
-// A warpgroup whose rows all lie past the call's (the second, in calls of up to 64 rows): it multiplies and
-// writes nothing, and hands each stage back as run_tile does, after the stage has landed, so the empty
-// barriers count all eight consumer warps and no warp arrives twice in one phase.
-__device__ void hand_back_stages(const Ring<0>& ring, const Params& p, const RingWork& work, int c) {
-  SplitWalk<false> walk(p, work, 0);
-  RingSplit s;
-  int t = 0;  // stages used so far
-  while (walk.next(s))
-    for (int kt = s.kt0; kt < s.kt1; ++kt, ++t) {
-      barrier_wait(ring.full(t % kRingStages), static_cast<uint32_t>(t / kRingStages & 1));
-      if (t > 0 && c % 32 == 0) barrier_arrive(ring.empty((t - 1) % kRingStages));
-    }
-}
 #endif
 
 #if PLUMB_WGMMA
 // A block of the ring, once the kernel ahead has finished: its barriers, then the producer warpgroup and the
 // consumers (in pairs, the two blocks meet once their barriers are set and again before either exits, as each
 // copies and arrives into the other).
-template <int kBits, bool kPairs, bool kFewRows = false>
+template <int kBits, bool kPairs>
 __device__ __forceinline__ void ring_block(const CUtensorMap* x_map, const CUtensorMap* w_map,
                                            const Params& p, const RingWork& work) {
   extern __shared__ __align__(128) char shared_bytes[];
@@ -358,17 +344,6 @@ __device__ __forceinline__ void ring_block(const CUtensorMap* x_map, const CUten
     __syncthreads();
   const int c = static_cast<int>(threadIdx.x);
   const int rank = kPairs ? static_cast<int>(cluster_rank()) : 0;
-  if constexpr (kFewRows) {  // the second warpgroup, idle, gives its registers up as the producer's does
-    if (c >= 128) {
-      asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
-      if (c == kConsumerThreads) produce<kBits, kPairs>(ring, x_map, w_map, p, work, rank);
-      if (c < kConsumerThreads) hand_back_stages(ring, p, work, c);
-    } else {
-      asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegisters));
-      consume_rotating<false>(ring, p, work, c, 0);
-    }
-    return;
-  }
   if (c >= kConsumerThreads) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
     if (c == kConsumerThreads) produce<kBits, kPairs>(ring, x_map, w_map, p, work, rank);
@@ -390,19 +365,6 @@ __global__ void __launch_bounds__(kRingThreads, 1)
 #if PLUMB_WGMMA
   wait_for_previous_kernel();
   ring_block<kBits, false>(&x_map, &w_map, p, work);
-#else
-  (void)x_map, (void)w_map, (void)p, (void)work;
-#endif
-}
-
-// bf16 calls of up to 64 rows, one row tile: the first warpgroup multiplies the call's rows, the second only
-// hands the stages back (ring_block's kFewRows). Not yet run on a GPU.
-__global__ void __launch_bounds__(kRingThreads, 1)
-    matmul_ring_rows_kernel(const __grid_constant__ CUtensorMap x_map,
-                            const __grid_constant__ CUtensorMap w_map, Params p, RingWork work) {
-#if PLUMB_WGMMA
-  wait_for_previous_kernel();
-  ring_block<0, false, true>(&x_map, &w_map, p, work);
 #else
   (void)x_map, (void)w_map, (void)p, (void)work;
 #endif
@@ -580,13 +542,6 @@ cudaError_t launch_ring_tile(const Params& p, int64_t n_tiles, int64_t m_tiles, 
   }
   return launch_ring_items<kBits>(matmul_ring_kernel<kBits>, p, x_map, w_map, n_tiles, m_tiles, splits,
                                   stream);
-}
-
-cudaError_t launch_ring_rows(const Params& p, int64_t n_tiles, int64_t splits, cudaStream_t stream) {
-  if (p.rows > 64) return cudaErrorInvalidValue;  // the second warpgroup's rows would be dropped
-  CUtensorMap x_map{}, w_map{};
-  if (!ring_maps<0>(p, x_map, w_map)) return cudaErrorInvalidValue;
-  return launch_ring_items<0>(matmul_ring_rows_kernel, p, x_map, w_map, n_tiles, 1, splits, stream);
 }
 
 template cudaError_t launch_ring_tile<0>(const Params&, int64_t, int64_t, int64_t, cudaStream_t);
