@@ -7,6 +7,9 @@
 // sum_0, then out + sum_j, rounded to bf16 once: the steps and order of score_kernel and values_kernel's
 // whole rows, so the same bits, with no scores or stats through global memory and one launch instead of two.
 // Calls of up to kClusterRows rows take it; PLUMB_CUDA_ATTENTION_CLUSTERS=0 gives them the two launches.
+// With 16-byte query and cache rows and head_dim a multiple of 16 a block copies its query rows and its
+// partition's keys into shared memory with the values (one slot computation a key) and dots them with
+// ldmatrix (partition_dots_staged); PLUMB_CUDA_ATTENTION_STAGED_DOTS=0 reads them from global memory instead.
 #include <string_view>
 
 #include "cuda/attention_device.cuh"
@@ -21,16 +24,49 @@ namespace {
 // bf16 a staged value row of one column strip, as partition_values reads it.
 constexpr int kStripElements = kPart * kValueStride;
 
-// The dynamic shared memory of a block: the partition's value strips, then its sums [H][head_dim].
-size_t cluster_shared_bytes(int heads, int head_dim) {
-  const int strips = (head_dim + kColumns - 1) / kColumns;
-  return size_t(strips) * kStripElements * sizeof(uint16_t) + size_t(heads) * head_dim * sizeof(float);
+// A staged query or key row: rows 16 bytes apart in the banks, as ldmatrix reads 8 of them at once.
+__host__ __device__ constexpr int staged_stride(int head_dim) {
+  return head_dim + 8;
 }
 
-template <int H, bool kVector>
+// The dynamic shared memory of a block: the partition's value strips, then its sums [H][head_dim]; staged,
+// then its query rows [H][staged_stride] and keys [kPart][staged_stride].
+size_t cluster_shared_bytes(int heads, int head_dim, bool staged) {
+  const int strips = (head_dim + kColumns - 1) / kColumns;
+  const size_t rows = staged ? size_t(heads + kPart) * staged_stride(head_dim) * sizeof(uint16_t) : 0;
+  return size_t(strips) * kStripElements * sizeof(uint16_t) + size_t(heads) * head_dim * sizeof(float) + rows;
+}
+
+// The chunk's query rows, the partition's keys and its value strips (copy_values' layout and zeros), 16 bytes
+// a copy, with one slot computation a key: a warp takes every kWarps-th key, its lanes the key's pieces.
+__device__ __forceinline__ void copy_partition(const Params& params, const RowKeys& row, int64_t r,
+                                               const HeadChunk& chunk, const Window& w, uint16_t* queries,
+                                               uint16_t* keys, uint16_t* values) {
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int dim = params.head_dim, stride = staged_stride(dim), pieces = dim / 8;
+  const uint16_t* q = params.q + r * params.q_stride + static_cast<int64_t>(chunk.first) * dim;
+  for (int h = warp; h < chunk.count; h += kWarps)
+    for (int p = lane; p < pieces; p += 32) copy16(queries + h * stride + p * 8, q + h * dim + p * 8, true);
+  const auto key_rows = partition_rows(params, row, row.segment.keys, chunk.kv_head, w);
+  const int strip_pieces = params.column_chunks * (kColumns / 8);
+  for (int jj = warp; jj < kPart; jj += kWarps) {
+    const bool seen = w.visible(w.base + jj);
+    const int64_t offset = seen ? key_rows(jj) - row.segment.keys : 0;  // the slot's row, keys and values
+    for (int p = lane; p < strip_pieces; p += 32) {
+      const int c = p * 8;
+      const bool inside = c < dim;
+      if (inside) copy16(keys + jj * stride + c, row.segment.keys + offset + c, seen);
+      copy16(values + c / kColumns * kStripElements + jj * kValueStride + c % kColumns,
+             row.segment.values + (inside ? offset + c : 0), seen && inside);
+    }
+  }
+}
+
+template <int H, bool kVector, bool kStaged>
 __global__ void __launch_bounds__(kThreads) whole_cluster_kernel(Params params) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   static_assert(H <= kScoreSlots, "a block's heads are rows of one mma tile");
+  static_assert(kVector || !kStaged, "staged rows are copied 16 bytes at a time (rows_vector, q_vector)");
   wait_for_previous_kernel();
   extern __shared__ __align__(16) char dynamic_shared[];
   __shared__ float scores[H][kScoreStride];       // exp(s - max) once partition_stats is done
@@ -42,6 +78,8 @@ __global__ void __launch_bounds__(kThreads) whole_cluster_kernel(Params params) 
   const int dim = params.head_dim, strips = params.column_chunks;
   uint16_t* values = reinterpret_cast<uint16_t*>(dynamic_shared);            // [strips][kPart][kValueStride]
   float* sums = reinterpret_cast<float*>(values + strips * kStripElements);  // [H][dim]
+  uint16_t* queries = reinterpret_cast<uint16_t*>(sums + H * dim);           // [H][stride] (kStaged)
+  uint16_t* staged_keys = queries + H * staged_stride(dim);                  // [kPart][stride] (kStaged)
   const int64_t r = blockIdx.z, jrel = blockIdx.x;
   const int parts_in_cluster = static_cast<int>(gridDim.x);
   const RowKeys row = row_keys(params, r);
@@ -49,21 +87,31 @@ __global__ void __launch_bounds__(kThreads) whole_cluster_kernel(Params params) 
   const HeadChunk chunk = head_chunk(params, blockIdx.y, H);
   const Window w = window_of(row, mine ? jrel : 0);
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  if (kVector && mine)  // the partition's values, copied while its scores are made
+  if constexpr (kStaged) {
+    if (mine) copy_partition(params, row, r, chunk, w, queries, staged_keys, values);
+  } else if (kVector && mine) {  // the partition's values, copied while its scores are made
     for (int s = 0; s < strips; ++s)
       copy_values(params, row, chunk.kv_head, w, s * kColumns, values + s * kStripElements);
+  }
   copy_commit();
   if (mine) {
-    const uint16_t* q = params.q + r * params.q_stride + static_cast<int64_t>(chunk.first) * dim;
-    const auto query_row = [&](int h) {
-      return h < chunk.count ? q + static_cast<int64_t>(h) * dim : nullptr;
-    };
-    const auto keys = partition_rows(params, row, row.segment.keys, chunk.kv_head, w);
-    const auto key_row = [&](int jj) { return w.visible(w.base + jj) ? keys(jj) : nullptr; };
     float dots[2][4];
-    partition_dots_direct(query_row(lane / 4), query_row(lane / 4 + 8), params.q_vector,
-                          key_row(warp * 16 + lane / 4), key_row(warp * 16 + 8 + lane / 4), kVector, dim,
-                          dots);
+    if constexpr (kStaged) {
+      copy_wait<0>();
+      __syncthreads();  // the query rows, keys and values are in
+      const int stride = staged_stride(dim);
+      partition_dots_staged(queries, chunk.count, staged_keys + warp * 16 * stride, stride, dim, dots);
+    } else {
+      const uint16_t* q = params.q + r * params.q_stride + static_cast<int64_t>(chunk.first) * dim;
+      const auto query_row = [&](int h) {
+        return h < chunk.count ? q + static_cast<int64_t>(h) * dim : nullptr;
+      };
+      const auto keys = partition_rows(params, row, row.segment.keys, chunk.kv_head, w);
+      const auto key_row = [&](int jj) { return w.visible(w.base + jj) ? keys(jj) : nullptr; };
+      partition_dots_direct(query_row(lane / 4), query_row(lane / 4 + 8), params.q_vector,
+                            key_row(warp * 16 + lane / 4), key_row(warp * 16 + 8 + lane / 4), kVector, dim,
+                            dots);
+    }
     each_fragment_element<1, 2>([&](int, int nt, int e) {
       const int h = fragment_row(lane, e), j = warp * 16 + nt * 8 + fragment_col(lane, e);
       if (h >= chunk.count || !w.visible(w.base + j)) return;
@@ -128,21 +176,29 @@ __global__ void __launch_bounds__(kThreads) whole_cluster_kernel(Params params) 
 using Kernel = void (*)(Params);
 
 template <int H>
-Kernel cluster_kernel(bool vector) {
-  return vector ? whole_cluster_kernel<H, true> : whole_cluster_kernel<H, false>;
+Kernel cluster_kernel(bool vector, bool staged) {
+  if (staged) return whole_cluster_kernel<H, true, true>;
+  return vector ? whole_cluster_kernel<H, true, false> : whole_cluster_kernel<H, false, false>;
 }
 
-Kernel kernel_for(int heads, bool vector) {
+Kernel kernel_for(int heads, bool vector, bool staged) {
   switch (heads) {
     case 16:
-      return cluster_kernel<16>(vector);
+      return cluster_kernel<16>(vector, staged);
     case 4:
-      return cluster_kernel<4>(vector);
+      return cluster_kernel<4>(vector, staged);
     case 2:
-      return cluster_kernel<2>(vector);
+      return cluster_kernel<2>(vector, staged);
     default:
-      return cluster_kernel<1>(vector);
+      return cluster_kernel<1>(vector, staged);
   }
+}
+
+// Whether a launch's blocks stage their query rows and keys (copy_partition, partition_dots_staged).
+bool staged_dots(const Params& params, int heads) {
+  static const bool on = env_switch_on("PLUMB_CUDA_ATTENTION_STAGED_DOTS");
+  return on && params.rows_vector && params.q_vector && params.head_dim % kDotStep == 0 &&
+         cluster_shared_bytes(heads, params.head_dim, true) <= current_shared_optin();
 }
 
 // At 32 rows a call has blocks enough for the two launches, and the clusters were slower (H100: 0.047 against
@@ -160,8 +216,9 @@ bool clusters_take(const Params& params) {
 
 cudaError_t launch_whole_clusters(Params params, int heads, cudaStream_t stream) {
   params.head_chunks = (params.group + heads - 1) / heads;
-  const Kernel kernel = kernel_for(heads, params.rows_vector);
-  const size_t shared = cluster_shared_bytes(heads, params.head_dim);
+  const bool staged = staged_dots(params, heads);
+  const Kernel kernel = kernel_for(heads, params.rows_vector, staged);
+  const size_t shared = cluster_shared_bytes(heads, params.head_dim, staged);
   cudaError_t code =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared));
   if (code != cudaSuccess) return code;
