@@ -197,6 +197,52 @@ __device__ __forceinline__ void copy_values(const Params& params, const RowKeys&
   }
 }
 
+// bf16 a staged value row of one column strip, as partition_values reads it.
+constexpr int kStripElements = kPart * kValueStride;
+
+// A staged query or key row (partition_dots_staged): rows 16 bytes apart in the banks, as ldmatrix reads 8 of
+// them at once.
+__host__ __device__ constexpr int staged_stride(int head_dim) {
+  return head_dim + 8;
+}
+
+// The shared memory of a block's staged query rows [heads][staged_stride] and keys [kPart][staged_stride].
+constexpr size_t staged_rows_bytes(int heads, int head_dim) {
+  return size_t(heads + kPart) * staged_stride(head_dim) * sizeof(uint16_t);
+}
+
+// The chunk's query rows into [count][staged_stride], 16 bytes a copy (q_vector).
+__device__ __forceinline__ void copy_query_rows(const Params& params, int64_t r, const HeadChunk& chunk,
+                                                uint16_t* queries) {
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int dim = params.head_dim, stride = staged_stride(dim);
+  const uint16_t* q = params.q + r * params.q_stride + static_cast<int64_t>(chunk.first) * dim;
+  for (int h = warp; h < chunk.count; h += kWarps)
+    for (int c = lane * 8; c < dim; c += 256) copy16(queries + h * stride + c, q + h * dim + c, true);
+}
+
+// The partition's keys into [kPart][staged_stride] and, where `values` is not null, its value strips
+// (copy_values' layout and zeros), 16 bytes a copy (rows_vector), zeros for keys the row does not see, with
+// one slot computation a key: a warp takes every kWarps-th key, its lanes the key's pieces.
+__device__ __forceinline__ void copy_key_rows(const Params& params, const RowKeys& row, int kv_head,
+                                              const Window& w, uint16_t* keys, uint16_t* values) {
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int dim = params.head_dim, stride = staged_stride(dim);
+  const int width = values != nullptr ? params.column_chunks * kColumns : dim;  // value strips to the end
+  const auto key_rows = partition_rows(params, row, row.segment.keys, kv_head, w);
+  for (int jj = warp; jj < kPart; jj += kWarps) {
+    const bool seen = w.visible(w.base + jj);
+    const int64_t offset = seen ? key_rows(jj) - row.segment.keys : 0;  // the slot's row, keys and values
+    for (int c = lane * 8; c < width; c += 256) {
+      const bool inside = c < dim;
+      if (inside) copy16(keys + jj * stride + c, row.segment.keys + offset + c, seen);
+      if (values != nullptr)
+        copy16(values + c / kColumns * kStripElements + jj * kValueStride + c % kColumns,
+               row.segment.values + (inside ? offset + c : 0), seen && inside);
+    }
+  }
+}
+
 // acc[nt][e] = sum_j p_j v_j over the partition's kPart keys for slot fragment_row(lane, e) and column col0 +
 // 8 nt + fragment_col(lane, e) (32 columns a warp): mma.sync m16n8k16 steps over the keys in position order
 // from zero, the weights and values staged as bf16 (stage_weights, stage_values). A warp's call.
@@ -384,6 +430,9 @@ cudaError_t launch_score_tiles(const Params& params, cudaStream_t stream);
 // k_attention_cluster.cu: whether a call's whole rows take one launch of clusters (sm_90, up to 8 rows), and
 // that launch with `heads` query heads a block.
 bool clusters_take(const Params& params);
+// Whether the decode kernels may stage query rows and keys (partition_dots_staged): 16-byte rows, head_dim a
+// multiple of kDotStep, PLUMB_CUDA_ATTENTION_STAGED_DOTS not 0.
+bool staged_rows_fit(const Params& params);
 cudaError_t launch_whole_clusters(Params params, int heads, cudaStream_t stream);
 cudaError_t launch_value_walk(const Params& params, cudaStream_t stream);
 

@@ -33,9 +33,12 @@ using namespace attention;  // the kernels' own pieces (attention_device.cuh)
 // One block per (partition, kv head and chunk of its query heads, row): a warp's tensor-core dots per 16 keys
 // with the operands read from the query and cache rows (partition_dots_direct: the prompt tiles' steps on
 // staged rows), then each head's (max, sum exp).
-template <int H, bool kVector>
+// With kStaged the query rows and keys go through shared memory first (copy_query_rows, copy_key_rows,
+// partition_dots_staged: the same mma steps on the same operands).
+template <int H, bool kVector, bool kStaged>
 __global__ void __launch_bounds__(kThreads) score_kernel(Params params) {
   static_assert(H <= kScoreSlots, "a block's heads are rows of one mma tile");
+  static_assert(kVector || !kStaged, "staged rows are copied 16 bytes at a time (rows_vector, q_vector)");
   wait_for_previous_kernel();
   const int dim = params.head_dim;
   __shared__ float scores[H][kScoreStride];
@@ -46,14 +49,30 @@ __global__ void __launch_bounds__(kThreads) score_kernel(Params params) {
   if (jrel >= row.parts) return;
   const HeadChunk chunk = head_chunk(params, blockIdx.y, H);
   const Window w = window_of(row, jrel);
-  const uint16_t* q = params.q + r * params.q_stride + static_cast<int64_t>(chunk.first) * dim;
-  const auto query_row = [&](int h) { return h < chunk.count ? q + static_cast<int64_t>(h) * dim : nullptr; };
-  const auto keys = partition_rows(params, row, row.segment.keys, chunk.kv_head, w);
-  const auto key_row = [&](int jj) { return w.visible(w.base + jj) ? keys(jj) : nullptr; };
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   float dots[2][4];
-  partition_dots_direct(query_row(lane / 4), query_row(lane / 4 + 8), params.q_vector,
-                        key_row(warp * 16 + lane / 4), key_row(warp * 16 + 8 + lane / 4), kVector, dim, dots);
+  if constexpr (kStaged) {
+    extern __shared__ __align__(16) char dynamic_shared[];
+    uint16_t* queries = reinterpret_cast<uint16_t*>(dynamic_shared);  // [H][stride]
+    const int stride = staged_stride(dim);
+    uint16_t* keys = queries + H * stride;  // [kPart][stride]
+    copy_query_rows(params, r, chunk, queries);
+    copy_key_rows(params, row, chunk.kv_head, w, keys, nullptr);
+    copy_commit();
+    copy_wait<0>();
+    __syncthreads();  // the query rows and keys are in
+    partition_dots_staged(queries, chunk.count, keys + warp * 16 * stride, stride, dim, dots);
+  } else {
+    const uint16_t* q = params.q + r * params.q_stride + static_cast<int64_t>(chunk.first) * dim;
+    const auto query_row = [&](int h) {
+      return h < chunk.count ? q + static_cast<int64_t>(h) * dim : nullptr;
+    };
+    const auto keys = partition_rows(params, row, row.segment.keys, chunk.kv_head, w);
+    const auto key_row = [&](int jj) { return w.visible(w.base + jj) ? keys(jj) : nullptr; };
+    partition_dots_direct(query_row(lane / 4), query_row(lane / 4 + 8), params.q_vector,
+                          key_row(warp * 16 + lane / 4), key_row(warp * 16 + 8 + lane / 4), kVector, dim,
+                          dots);
+  }
   const int64_t head0 = r * params.heads + chunk.first;  // the chunk's first (row, head) in the scratch
   each_fragment_element<1, 2>([&](int, int nt, int e) {
     const int h = fragment_row(lane, e), j = warp * 16 + nt * 8 + fragment_col(lane, e);
@@ -205,14 +224,23 @@ __global__ void __launch_bounds__(kThreads) merge_kernel(Params params) {
 
 using Kernel = void (*)(Params);
 
+// How a kernel reads the query and cache rows: element by element, 16 bytes at a time, or (score_kernel)
+// staged in shared memory.
+enum class RowReads { kElements, kVectors, kStaged };
+
 template <int H>
 struct ScoreKernel {
-  static Kernel get(bool vector) { return vector ? score_kernel<H, true> : score_kernel<H, false>; }
+  static Kernel get(RowReads reads) {
+    if (reads == RowReads::kStaged) return score_kernel<H, true, true>;
+    return reads == RowReads::kVectors ? score_kernel<H, true, false> : score_kernel<H, false, false>;
+  }
 };
 
 template <int H>
 struct ValuesKernel {
-  static Kernel get(bool vector) { return vector ? values_kernel<H, true> : values_kernel<H, false>; }
+  static Kernel get(RowReads reads) {
+    return reads != RowReads::kElements ? values_kernel<H, true> : values_kernel<H, false>;
+  }
 };
 
 // Query heads per block: the most of 16, 4 and 2 (up to `most`) that still gives the blocks wanted, since a
@@ -226,17 +254,21 @@ int heads_per_block(int group, int64_t blocks_per_head_chunk, int64_t wanted, in
 }
 
 template <template <int> class Of>
-Kernel kernel_for_heads(int heads, bool vector) {
+Kernel kernel_for_heads(int heads, RowReads reads) {
   switch (heads) {
     case 16:
-      return Of<16>::get(vector);
+      return Of<16>::get(reads);
     case 4:
-      return Of<4>::get(vector);
+      return Of<4>::get(reads);
     case 2:
-      return Of<2>::get(vector);
+      return Of<2>::get(reads);
     default:
-      return Of<1>::get(vector);
+      return Of<1>::get(reads);
   }
+}
+
+RowReads row_reads(const Params& params) {
+  return params.rows_vector ? RowReads::kVectors : RowReads::kElements;
 }
 
 // Tiles of a kv group's heads times kSlots / heads rows, none crossing a segment.
@@ -253,11 +285,19 @@ cudaError_t launch_scores(Params params, const DeviceLimits& limits, cudaStream_
   const int score_heads = heads_per_block(params.group, int64_t{params.span} * params.kv_heads * params.rows,
                                           limits.blocks_wanted, 16);
   params.head_chunks = (params.group + score_heads - 1) / score_heads;
-  const Kernel score = kernel_for_heads<ScoreKernel>(score_heads, params.rows_vector);
+  const size_t shared = staged_rows_bytes(score_heads, params.head_dim);
+  const bool staged = staged_rows_fit(params) && shared <= limits.shared_optin;
+  const Kernel score =
+      kernel_for_heads<ScoreKernel>(score_heads, staged ? RowReads::kStaged : row_reads(params));
+  if (staged) {
+    const cudaError_t code =
+        cudaFuncSetAttribute(score, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared));
+    if (code != cudaSuccess) return code;
+  }
   const auto kv_heads = static_cast<unsigned>(params.kv_heads);
   launch_dependent(score,
                    dim3(params.span, kv_heads * params.head_chunks, static_cast<unsigned>(params.rows)),
-                   kThreads, 0, stream, params);
+                   kThreads, staged ? shared : 0, stream, params);
   return cudaGetLastError();
 }
 
@@ -268,7 +308,7 @@ cudaError_t launch_values(Params params, const DeviceLimits& limits, cudaStream_
   const int values_heads = heads_per_block(
       params.group, int64_t{value_parts} * kv_heads * params.column_chunks * rows, limits.blocks_wanted, 16);
   params.head_chunks = (params.group + values_heads - 1) / values_heads;
-  const Kernel values = kernel_for_heads<ValuesKernel>(values_heads, params.rows_vector);
+  const Kernel values = kernel_for_heads<ValuesKernel>(values_heads, row_reads(params));
   launch_dependent(values, dim3(value_parts, kv_heads * params.head_chunks * params.column_chunks, rows),
                    kThreads, 0, stream, params);
   return cudaGetLastError();
@@ -277,6 +317,11 @@ cudaError_t launch_values(Params params, const DeviceLimits& limits, cudaStream_
 }  // namespace
 
 namespace attention {
+
+bool staged_rows_fit(const Params& params) {
+  static const bool on = env_switch_on("PLUMB_CUDA_ATTENTION_STAGED_DOTS");
+  return on && params.rows_vector && params.q_vector && params.head_dim % kDotStep == 0;
+}
 
 // Whether a chunk's rows take the tiled kernels.
 bool chunk_tiled(const Params& params, const DeviceLimits& limits) {

@@ -21,45 +21,12 @@ namespace plumb::cuda::attention {
 
 namespace {
 
-// bf16 a staged value row of one column strip, as partition_values reads it.
-constexpr int kStripElements = kPart * kValueStride;
-
-// A staged query or key row: rows 16 bytes apart in the banks, as ldmatrix reads 8 of them at once.
-__host__ __device__ constexpr int staged_stride(int head_dim) {
-  return head_dim + 8;
-}
-
 // The dynamic shared memory of a block: the partition's value strips, then its sums [H][head_dim]; staged,
 // then its query rows [H][staged_stride] and keys [kPart][staged_stride].
 size_t cluster_shared_bytes(int heads, int head_dim, bool staged) {
   const int strips = (head_dim + kColumns - 1) / kColumns;
-  const size_t rows = staged ? size_t(heads + kPart) * staged_stride(head_dim) * sizeof(uint16_t) : 0;
-  return size_t(strips) * kStripElements * sizeof(uint16_t) + size_t(heads) * head_dim * sizeof(float) + rows;
-}
-
-// The chunk's query rows, the partition's keys and its value strips (copy_values' layout and zeros), 16 bytes
-// a copy, with one slot computation a key: a warp takes every kWarps-th key, its lanes the key's pieces.
-__device__ __forceinline__ void copy_partition(const Params& params, const RowKeys& row, int64_t r,
-                                               const HeadChunk& chunk, const Window& w, uint16_t* queries,
-                                               uint16_t* keys, uint16_t* values) {
-  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int dim = params.head_dim, stride = staged_stride(dim), pieces = dim / 8;
-  const uint16_t* q = params.q + r * params.q_stride + static_cast<int64_t>(chunk.first) * dim;
-  for (int h = warp; h < chunk.count; h += kWarps)
-    for (int p = lane; p < pieces; p += 32) copy16(queries + h * stride + p * 8, q + h * dim + p * 8, true);
-  const auto key_rows = partition_rows(params, row, row.segment.keys, chunk.kv_head, w);
-  const int strip_pieces = params.column_chunks * (kColumns / 8);
-  for (int jj = warp; jj < kPart; jj += kWarps) {
-    const bool seen = w.visible(w.base + jj);
-    const int64_t offset = seen ? key_rows(jj) - row.segment.keys : 0;  // the slot's row, keys and values
-    for (int p = lane; p < strip_pieces; p += 32) {
-      const int c = p * 8;
-      const bool inside = c < dim;
-      if (inside) copy16(keys + jj * stride + c, row.segment.keys + offset + c, seen);
-      copy16(values + c / kColumns * kStripElements + jj * kValueStride + c % kColumns,
-             row.segment.values + (inside ? offset + c : 0), seen && inside);
-    }
-  }
+  return size_t(strips) * kStripElements * sizeof(uint16_t) + size_t(heads) * head_dim * sizeof(float) +
+         (staged ? staged_rows_bytes(heads, head_dim) : 0);
 }
 
 template <int H, bool kVector, bool kStaged>
@@ -88,7 +55,10 @@ __global__ void __launch_bounds__(kThreads) whole_cluster_kernel(Params params) 
   const Window w = window_of(row, mine ? jrel : 0);
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   if constexpr (kStaged) {
-    if (mine) copy_partition(params, row, r, chunk, w, queries, staged_keys, values);
+    if (mine) {
+      copy_query_rows(params, r, chunk, queries);
+      copy_key_rows(params, row, chunk.kv_head, w, staged_keys, values);
+    }
   } else if (kVector && mine) {  // the partition's values, copied while its scores are made
     for (int s = 0; s < strips; ++s)
       copy_values(params, row, chunk.kv_head, w, s * kColumns, values + s * kStripElements);
@@ -194,10 +164,9 @@ Kernel kernel_for(int heads, bool vector, bool staged) {
   }
 }
 
-// Whether a launch's blocks stage their query rows and keys (copy_partition, partition_dots_staged).
+// Whether a launch's blocks stage their query rows and keys (copy_key_rows, partition_dots_staged).
 bool staged_dots(const Params& params, int heads) {
-  static const bool on = env_switch_on("PLUMB_CUDA_ATTENTION_STAGED_DOTS");
-  return on && params.rows_vector && params.q_vector && params.head_dim % kDotStep == 0 &&
+  return staged_rows_fit(params) &&
          cluster_shared_bytes(heads, params.head_dim, true) <= current_shared_optin();
 }
 
