@@ -291,8 +291,9 @@ __device__ __forceinline__ uint32_t bf16_pair(const uint16_t* row, int d, int di
 // dimension in ascending order from zero, the matmul's k16 sums (products past head_dim are zeros), with the
 // fragments read straight from the rows. The lane's rows: query slots lane / 4 and lane / 4 + 8, keys
 // key0 + lane / 4 and key0 + 8 + lane / 4 (nullptr: a row of zeros). The prompt tiles' score walk makes the
-// same steps from staged rows with ldmatrix (the same values, so the same dots); the per-row score kernel
-// uses each key once, where staging cost a block's shared memory and a barrier.
+// same steps from staged rows with ldmatrix (the same values, so the same dots), and so do the decode
+// kernels where staged_rows_fit (partition_dots_staged: a k16 step in 4 instructions instead of about 50);
+// this reads rows of other alignments and head dims, and every row with PLUMB_CUDA_ATTENTION_STAGED_DOTS=0.
 __device__ __forceinline__ void partition_dots_direct(const uint16_t* q_low, const uint16_t* q_high,
                                                       bool queries_aligned, const uint16_t* key_low,
                                                       const uint16_t* key_high, bool keys_aligned, int dim,
