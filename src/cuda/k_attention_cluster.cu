@@ -10,7 +10,11 @@
 // With 16-byte query and cache rows and head_dim a multiple of 16 a block copies its query rows and its
 // partition's keys into shared memory with the values (one slot computation a key) and dots them with
 // ldmatrix (partition_dots_staged); PLUMB_CUDA_ATTENTION_STAGED_DOTS=0 reads them from global memory instead.
+#include <cstdint>
+#include <map>
+#include <mutex>
 #include <string_view>
+#include <tuple>
 
 #include "cuda/attention_device.cuh"
 #include "cuda/dependent_launch.cuh"
@@ -164,10 +168,43 @@ Kernel kernel_for(int heads, bool vector, bool staged) {
   }
 }
 
-// Whether a launch's blocks stage their query rows and keys (copy_key_rows, partition_dots_staged).
+// Blocks of `kernel` with `shared` bytes of dynamic shared memory that one SM holds at once (0 where the
+// runtime cannot say), asked once a device, kernel and size.
+int64_t blocks_per_sm(Kernel kernel, size_t shared) {
+  static std::mutex mutex;
+  static std::map<std::tuple<int, Kernel, size_t>, int64_t> known;
+  const std::lock_guard lock(mutex);
+  const auto [entry, added] = known.try_emplace({current_device_slot(), kernel, shared}, 0);
+  if (added) {
+    int blocks = 0;
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)) !=
+            cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, shared) != cudaSuccess) {
+      (void)cudaGetLastError();
+      blocks = 0;
+    }
+    entry->second = blocks;
+  }
+  return entry->second;
+}
+
+// The waves of `blocks` blocks of `kernel` (INT64_MAX where an SM holds none).
+int64_t waves(Kernel kernel, size_t shared, int64_t blocks) {
+  const int64_t resident = blocks_per_sm(kernel, shared) * current_multiprocessors();
+  return resident > 0 ? (blocks + resident - 1) / resident : INT64_MAX;
+}
+
+// Whether a launch's blocks stage their query rows and keys (copy_key_rows, partition_dots_staged). Their
+// shared memory can cost waves: a global layer's 8-row launch, 384 blocks, fits one staged block an SM
+// against three direct ones (H100). With the unchecked paths on (not yet run on a GPU), a launch stages only
+// where that costs no wave.
 bool staged_dots(const Params& params, int heads) {
-  return staged_rows_fit(params) &&
-         cluster_shared_bytes(heads, params.head_dim, true) <= current_shared_optin();
+  const size_t staged_bytes = cluster_shared_bytes(heads, params.head_dim, true);
+  if (!staged_rows_fit(params) || staged_bytes > current_shared_optin()) return false;
+  if (!unchecked_paths_on()) return true;
+  const int64_t blocks = int64_t{params.span} * params.kv_heads * params.head_chunks * params.rows;
+  return waves(kernel_for(heads, true, true), staged_bytes, blocks) <=
+         waves(kernel_for(heads, true, false), cluster_shared_bytes(heads, params.head_dim, false), blocks);
 }
 
 // At 32 rows a call has blocks enough for the two launches, and the clusters were slower (H100: 0.047 against
