@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """tools/cuda/kernel-code-diff.py on a made-up repository of one CUDA source: a kernel left alone is the same,
-a kernel edited is changed, a kernel written is added, and a source outside the build is refused by name. Exits
+a kernel edited is changed, a kernel written is added, a kernel renamed is removed and added (the same under
+--rename), and a source outside the build or a rename without '=' is refused by name. Exits
 77 (skipped) without nvcc or ninja.
 
     test_kernel_code_diff.py PATH/TO/kernel-code-diff.py
@@ -73,6 +74,16 @@ def main():
             file.write(KERNELS.replace("BODY", "3.0f") + "__global__ void written(int* y) { y[0] = 7; }\n")
         expect("one kernel edited, one written", diff(repo, build), "changed  src/a.cu: edited(float*)",
                "added    src/a.cu: written(int*)", "KERNEL-CODE 1 same, 1 changed, 1 added, 0 removed")
+        with open(source, "w") as file:
+            file.write(KERNELS.replace("BODY", "1.0f").replace("kept(", "kept2("))
+        expect("a kernel renamed", diff(repo, build), "removed  src/a.cu: kept(float*)",
+               "added    src/a.cu: kept2(float*)", "KERNEL-CODE 1 same, 0 changed, 1 added, 1 removed")
+        expect("a kernel renamed, compared under its new name", diff(repo, build, "--rename", "_Z4keptPf=_Z5kept2Pf"),
+               "KERNEL-CODE 2 same, 0 changed, 0 added, 0 removed")
+        code, text = diff(repo, build, "--rename", "_Z4keptPf")
+        if code == 0 or "has no '='; expected PATTERN=REPLACEMENT" not in text:
+            sys.exit(f"FAIL a rename without '=': expected a refusal naming it, got exit {code}:\n{text}")
+        print("ok   a rename without '=' is refused by name")
         code, text = diff(repo, build, os.path.join(repo, "src", "b.cu"))
         if code == 0 or "source '" not in text or "is not a CUDA source of the build" not in text:
             sys.exit(f"FAIL a source outside the build: expected a refusal naming it, got exit {code}:\n{text}")

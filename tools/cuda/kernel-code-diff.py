@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """Says, kernel by kernel, whether a change left the CUDA kernels' machine code the same byte for byte.
 
-    tools/cuda/kernel-code-diff.py [--base REV] [--build DIR] [--arch sm_90a] [--jobs N] [SOURCE.cu ...]
+    tools/cuda/kernel-code-diff.py [--base REV] [--build DIR] [--arch sm_90a] [--jobs N]
+                                   [--rename PATTERN=REPLACEMENT ...] [SOURCE.cu ...]
 
 Compiles each CUDA source of the build (or those named) twice to a cubin, as REV has it and as the working tree
 has it, with the build's own nvcc command (from DIR's compile database), and compares each kernel's code
 section. A kernel whose code is the same runs as it ran at REV, so a refactor that leaves every kernel the same
 needs no GPU run to show it changed no bit and no timing; a kernel that changed does. Without sources named it
 takes the ones whose text, or a header they include, differs from REV.
+
+A kernel the change renamed (a template parameter added, say) is compared under its new name with --rename:
+a regular expression over REV's mangled names and its replacement, as re.sub takes them, applied in order.
 
 Prints one line per kernel that is not the same, then
     KERNEL-CODE <n> same, <n> changed, <n> added, <n> removed (<arch>, base <rev>)
@@ -139,14 +143,29 @@ def compile_one(command):
     return result.returncode, result.stderr
 
 
+def renamed(key, renames):
+    """REV's kernel key under the tree's name (--rename, in order)."""
+    for pattern, replacement in renames:
+        key = pattern.sub(replacement, key)
+    return key
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", default="HEAD", help="the revision to compare with (default HEAD)")
     parser.add_argument("--build", default=os.path.join(ROOT, "build-cuda"), help="a configured CUDA build")
     parser.add_argument("--arch", help="the cubin's target (default: the build's first, as sm_90a)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--rename", action="append", default=[], metavar="PATTERN=REPLACEMENT",
+                        help="REV's kernel names PATTERN (a regex) are REPLACEMENT in the tree")
     parser.add_argument("sources", nargs="*", help="CUDA sources (default: those the change touches)")
     options = parser.parse_args()
+    renames = []
+    for rename in options.rename:
+        pattern, separator, replacement = rename.partition("=")
+        if not separator:
+            sys.exit(f"kernel-code-diff: --rename '{rename}' has no '='; expected PATTERN=REPLACEMENT")
+        renames.append((re.compile(pattern), replacement))
     base = git("rev-parse", "--short", options.base).strip()
     commands = compile_database(os.path.abspath(options.build))
     arch = options.arch or target_arch(commands)
@@ -179,7 +198,8 @@ def main():
         if failed:
             return 2
         for base_job, tree_job in zip(jobs[0::2], jobs[1::2]):
-            before = kernel_sections(base_job[2]) if base_job[3] else {}
+            before = {renamed(key, renames): value
+                      for key, value in (kernel_sections(base_job[2]) if base_job[3] else {}).items()}
             after = kernel_sections(tree_job[2]) if tree_job[3] else {}
             file = os.path.relpath(base_job[0], ROOT)
             for key in sorted(set(before) | set(after)):
