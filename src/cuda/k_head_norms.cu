@@ -48,8 +48,8 @@ struct LaneVector {
 // shuffled.
 template <int kPer>
 __device__ __forceinline__ void rotate_lane(const LaneVector<kPer>& n, float partner, float position,
-                                            const float* inv_freq, int dim, int lane, uint16_t* out,
-                                            uint16_t* copy) {
+                                            const float* inv_freq, const float2* rotations, int dim, int lane,
+                                            uint16_t* out, uint16_t* copy) {
   const int half = dim / 2;
   if constexpr (kPer == 1) {
     if (lane >= dim) return;
@@ -62,17 +62,36 @@ __device__ __forceinline__ void rotate_lane(const LaneVector<kPer>& n, float par
 #pragma unroll
     for (int j = 0; j < kPer / 2; ++j) {
       const int i = lane + j * kLanes;
-      rotate_pair(n.at[j], n.at[j + kPer / 2], position * inv_freq[i], i, half, out, copy);
+      if (rotations != nullptr)
+        rotate_pair(n.at[j], n.at[j + kPer / 2], PairRotation(rotations[i].x, rotations[i].y), i, half, out,
+                    copy);
+      else
+        rotate_pair(n.at[j], n.at[j + kPer / 2], position * inv_freq[i], i, half, out, copy);
     }
   }
 }
 
+// Whether every vector of this block is of one row (head_norms_vector's order: the q vectors by row, then the
+// kv vectors by row), so that one table of its pairs' rotations serves them all.
+__device__ __forceinline__ bool block_of_one_row(const HeadNormsParams& params, int64_t& row) {
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * kVectorsPerBlock;
+  const int64_t vectors = params.q.rows * params.q.heads + params.k.rows * params.k.heads;
+  int64_t h, last_row;
+  bool active, first_q, last_q;
+  head_norms_vector(params, first, row, h, active, first_q);
+  head_norms_vector(params, min(first + kVectorsPerBlock, vectors) - 1, last_row, h, active, last_q);
+  return first_q == last_q ? row == last_row : params.q.rows == 1;
+}
+
 // The q vectors, then the kv vectors, a half-warp each (head_norms_vector); a kv vector writes its value (and
-// its cache slot's) from registers, then its rotated key.
-template <int kPer>
+// its cache slot's) from registers, then its rotated key. kTable: where the block's vectors are of one row,
+// its threads make each pair's PairRotation once into shared memory (the same cosf and sinf of the same
+// angle), instead of every vector making all of them. Not yet run on a GPU.
+template <int kPer, bool kTable>
 __global__ void __launch_bounds__(kThreads)
     head_norms_lanes_kernel(const __grid_constant__ HeadNormsParams params) {
   __shared__ float inv_freq[kPer * kLanes / 2];
+  __shared__ float2 rotations[kTable ? kPer * kLanes / 2 : 1];
   const int lane = static_cast<int>(threadIdx.x) % kLanes, dim = static_cast<int>(params.q.dim);
   int64_t r, h;
   bool active, is_q;
@@ -85,12 +104,23 @@ __global__ void __launch_bounds__(kThreads)
   else
     for (float& w : weight.at) w = 1.0f;  // x * inv * 1 is x * inv, bit for bit
   wait_for_previous_kernel();
+  bool table = false;
+  if constexpr (kTable) {
+    int64_t row;
+    table = block_of_one_row(params, row);
+    const float position = static_cast<float>(params.positions[row]);
+    static_assert(kPer * kLanes / 2 <= kThreads, "a thread a pair");
+    if (const int i = static_cast<int>(threadIdx.x); table && i < dim / 2) {
+      const PairRotation rotation(position * params.inv_freq[i]);
+      rotations[i] = make_float2(rotation.cosine, rotation.sine);
+    }
+  }
   const RmsNormArgs& v = params.v;
   LaneVector<kPer> x, v_x;
   x.load(norm.x + r * norm.x_stride + h * dim, dim, lane, active);
   v_x.load(v.x + r * v.x_stride + h * dim, dim, lane, active && !is_q);
   const float v_inverse = v_x.inverse_rms(dim, v.eps), inverse = x.inverse_rms(dim, norm.eps);
-  __syncthreads();  // inv_freq is staged
+  __syncthreads();  // inv_freq (and the rotations) are staged
   uint16_t *cache_keys = nullptr, *cache_values = nullptr;
   if (active && !is_q) {
     cache_at(params, r, h, dim, cache_keys, cache_values);
@@ -110,8 +140,8 @@ __global__ void __launch_bounds__(kThreads)
   const int partner_lane = lane < dim / 2 ? lane + dim / 2 : lane - dim / 2;
   const float partner = kPer == 1 ? __shfl_sync(0xffffffffu, n.at[0], partner_lane, kLanes) : 0.0f;
   if (active)
-    rotate_lane(n, partner, static_cast<float>(params.positions[r]), inv_freq, dim, lane,
-                norm.out + r * norm.out_stride + h * dim, cache_keys);
+    rotate_lane(n, partner, static_cast<float>(params.positions[r]), inv_freq, table ? rotations : nullptr,
+                dim, lane, norm.out + r * norm.out_stride + h * dim, cache_keys);
 }
 
 }  // namespace
@@ -125,20 +155,34 @@ bool head_norms_lanes_fit(int64_t dim, int64_t rows) {
   return dim == 32 || dim == 64 || dim == 128 || dim == 256;
 }
 
+namespace {
+
+// The kernel for kPer elements a lane, with the rotation table at head_dim 256 where the unchecked paths are
+// on (at 64 and 128, 4 to 8 bytes of registers spilled with it: nvcc 13.0, sm_90a).
+template <int kPer>
+cudaError_t launch_lanes(const HeadNormsParams& params, unsigned blocks, cudaStream_t stream) {
+  auto kernel = head_norms_lanes_kernel<kPer, false>;
+  if constexpr (kPer == 16)
+    if (unchecked_paths_on()) kernel = head_norms_lanes_kernel<kPer, true>;
+  return launch_dependent(kernel, blocks, kThreads, 0, stream, params);
+}
+
+}  // namespace
+
 cudaError_t launch_head_norms_lanes(const HeadNormsParams& params, int64_t vectors, cudaStream_t stream) {
   const unsigned blocks = blocks_for(vectors, kVectorsPerBlock);
   switch (params.q.dim) {
     case 32:
-      return launch_dependent(head_norms_lanes_kernel<2>, blocks, kThreads, 0, stream, params);
+      return launch_lanes<2>(params, blocks, stream);
     case 64:
-      return launch_dependent(head_norms_lanes_kernel<4>, blocks, kThreads, 0, stream, params);
+      return launch_lanes<4>(params, blocks, stream);
     case 128:
-      return launch_dependent(head_norms_lanes_kernel<8>, blocks, kThreads, 0, stream, params);
+      return launch_lanes<8>(params, blocks, stream);
     case 256:
-      return launch_dependent(head_norms_lanes_kernel<16>, blocks, kThreads, 0, stream, params);
+      return launch_lanes<16>(params, blocks, stream);
     default:
       if (!head_norms_lanes_fit(params.q.dim, params.q.rows)) return cudaErrorInvalidValue;
-      return launch_dependent(head_norms_lanes_kernel<1>, blocks, kThreads, 0, stream, params);
+      return launch_dependent(head_norms_lanes_kernel<1, false>, blocks, kThreads, 0, stream, params);
   }
 }
 

@@ -40,6 +40,8 @@ struct PairRotation {
   float cosine, sine;
   __device__ __forceinline__ explicit PairRotation(float theta)
       : cosine(round_bf16(cosf(theta))), sine(round_bf16(sinf(theta))) {}
+  // c and s as the constructor above made them (kept in a table).
+  __device__ __forceinline__ PairRotation(float c, float s) : cosine(c), sine(s) {}
   __device__ __forceinline__ uint16_t low(float first, float second) const {
     return bf16_bits(round_bf16(first * cosine) + round_bf16(-second * sine));
   }
@@ -50,9 +52,8 @@ struct PairRotation {
 
 // One pair's rotation (PairRotation) into out[i] and out[i + half], and the same bits into `copy` where it is
 // not null.
-__device__ __forceinline__ void rotate_pair(float first, float second, float theta, int64_t i, int64_t half,
-                                            uint16_t* out, uint16_t* copy) {
-  const PairRotation rotation(theta);
+__device__ __forceinline__ void rotate_pair(float first, float second, const PairRotation& rotation,
+                                            int64_t i, int64_t half, uint16_t* out, uint16_t* copy) {
   const uint16_t low = rotation.low(first, second), high = rotation.high(first, second);
   out[i] = low;
   out[i + half] = high;
@@ -60,6 +61,11 @@ __device__ __forceinline__ void rotate_pair(float first, float second, float the
     copy[i] = low;
     copy[i + half] = high;
   }
+}
+
+__device__ __forceinline__ void rotate_pair(float first, float second, float theta, int64_t i, int64_t half,
+                                            uint16_t* out, uint16_t* copy) {
+  rotate_pair(first, second, PairRotation(theta), i, half, out, copy);
 }
 
 // A staged row laid out lane-major for the sums: element k at (k % 16) * stride + k / 16, so that sum lane
