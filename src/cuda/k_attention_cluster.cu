@@ -33,7 +33,9 @@ size_t cluster_shared_bytes(int heads, int head_dim, bool staged) {
          (staged ? staged_rows_bytes(heads, head_dim) : 0);
 }
 
-template <int H, bool kVector, bool kStaged>
+// kKeysFirst (staged): the query rows and keys in one copy group and the values in the next, issued while the
+// keys land, so that the dots wait for the keys alone. Not yet run on a GPU.
+template <int H, bool kVector, bool kStaged, bool kKeysFirst>
 __global__ void __launch_bounds__(kThreads) whole_cluster_kernel(Params params) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   static_assert(H <= kScoreSlots, "a block's heads are rows of one mma tile");
@@ -61,7 +63,11 @@ __global__ void __launch_bounds__(kThreads) whole_cluster_kernel(Params params) 
   if constexpr (kStaged) {
     if (mine) {
       copy_query_rows(params, r, chunk, queries);
-      copy_key_rows(params, row, chunk.kv_head, w, staged_keys, values);
+      copy_key_rows(params, row, chunk.kv_head, w, staged_keys, kKeysFirst ? nullptr : values);
+    }
+    if constexpr (kKeysFirst) {
+      copy_commit();  // the query rows and keys
+      if (mine) copy_key_rows<false>(params, row, chunk.kv_head, w, nullptr, values);
     }
   } else if (kVector && mine) {  // the partition's values, copied while its scores are made
     for (int s = 0; s < strips; ++s)
@@ -71,8 +77,8 @@ __global__ void __launch_bounds__(kThreads) whole_cluster_kernel(Params params) 
   if (mine) {
     float dots[2][4];
     if constexpr (kStaged) {
-      copy_wait<0>();
-      __syncthreads();  // the query rows, keys and values are in
+      copy_wait<kKeysFirst ? 1 : 0>();
+      __syncthreads();  // the query rows and keys are in (and, but for kKeysFirst, the values)
       const int stride = staged_stride(dim);
       partition_dots_staged(queries, chunk.count, staged_keys + warp * 16 * stride, stride, dim, dots);
     } else {
@@ -150,21 +156,24 @@ __global__ void __launch_bounds__(kThreads) whole_cluster_kernel(Params params) 
 using Kernel = void (*)(Params);
 
 template <int H>
-Kernel cluster_kernel(bool vector, bool staged) {
-  if (staged) return whole_cluster_kernel<H, true, true>;
-  return vector ? whole_cluster_kernel<H, true, false> : whole_cluster_kernel<H, false, false>;
+Kernel cluster_kernel(bool vector, bool staged, bool keys_first) {
+  if (staged)
+    return keys_first ? whole_cluster_kernel<H, true, true, true>
+                      : whole_cluster_kernel<H, true, true, false>;
+  return vector ? whole_cluster_kernel<H, true, false, false> : whole_cluster_kernel<H, false, false, false>;
 }
 
-Kernel kernel_for(int heads, bool vector, bool staged) {
+// The kernel for `heads` query heads a block; keys_first (staged only): the keys waited for alone.
+Kernel kernel_for(int heads, bool vector, bool staged, bool keys_first = false) {
   switch (heads) {
     case 16:
-      return cluster_kernel<16>(vector, staged);
+      return cluster_kernel<16>(vector, staged, keys_first);
     case 4:
-      return cluster_kernel<4>(vector, staged);
+      return cluster_kernel<4>(vector, staged, keys_first);
     case 2:
-      return cluster_kernel<2>(vector, staged);
+      return cluster_kernel<2>(vector, staged, keys_first);
     default:
-      return cluster_kernel<1>(vector, staged);
+      return cluster_kernel<1>(vector, staged, keys_first);
   }
 }
 
@@ -223,7 +232,7 @@ bool clusters_take(const Params& params) {
 cudaError_t launch_whole_clusters(Params params, int heads, cudaStream_t stream) {
   params.head_chunks = (params.group + heads - 1) / heads;
   const bool staged = staged_dots(params, heads);
-  const Kernel kernel = kernel_for(heads, params.rows_vector, staged);
+  const Kernel kernel = kernel_for(heads, params.rows_vector, staged, staged && unchecked_paths_on());
   const size_t shared = cluster_shared_bytes(heads, params.head_dim, staged);
   cudaError_t code =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared));
