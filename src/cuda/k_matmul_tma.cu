@@ -486,37 +486,6 @@ bool wgmma_runs_here() {
          current_compute_capability() == 90;
 }
 
-// The maps of x (boxes of 128 rows) and of the weight (a tile, or its codes) for the ring's copies.
-template <int kBits>
-bool ring_maps(const Params& p, CUtensorMap& x_map, CUtensorMap& w_map) {
-  const bool weight_mapped =
-      kBits == 0
-          ? encode_rows(w_map, p.dense, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.k, p.n, p.k, kTileK, kTileN)
-          : encode_rows(w_map, p.packed, CU_TENSOR_MAP_DATA_TYPE_UINT32, p.k * kBits / 32, p.n,
-                        p.k * kBits / 32, 2 * kBits, kTileN);
-  return weight_mapped &&
-         encode_rows(x_map, p.x, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.k, p.rows, p.x_stride, kTileK, 128);
-}
-
-using RingKernel = void (*)(CUtensorMap, CUtensorMap, Params, RingWork);
-
-// One block a ring item, or for bf16 as many resident blocks as SMs that walk the items.
-template <int kBits>
-cudaError_t launch_ring_items(RingKernel kernel, const Params& p, const CUtensorMap& x_map,
-                              const CUtensorMap& w_map, int64_t n_tiles, int64_t m_tiles, int64_t splits,
-                              cudaStream_t stream) {
-  using R = RingLayout<kBits>;
-  const cudaError_t code =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, R::kShared);
-  if (code != cudaSuccess) return code;
-  const auto items = static_cast<int>(n_tiles * m_tiles * splits);
-  const RingWork work{static_cast<int>(n_tiles), static_cast<int>(m_tiles), items};
-  const int blocks = kResident<kBits> ? std::min(items, current_multiprocessors()) : items;
-  launch_dependent(kernel, dim3(static_cast<unsigned>(blocks)), kRingThreads, R::kShared, stream, x_map,
-                   w_map, p, work);
-  return cudaGetLastError();
-}
-
 }  // namespace
 
 bool ring_tile_fits(const Params& p, int bits) {
@@ -532,16 +501,31 @@ bool ring_tile_fits(const Params& p, int bits) {
 template <int kBits>
 cudaError_t launch_ring_tile(const Params& p, int64_t n_tiles, int64_t m_tiles, int64_t splits,
                              cudaStream_t stream) {
+  using R = RingLayout<kBits>;
   CUtensorMap x_map{}, w_map{};
-  if (!ring_maps<kBits>(p, x_map, w_map)) return cudaErrorInvalidValue;
+  const bool weight_mapped =
+      kBits == 0
+          ? encode_rows(w_map, p.dense, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.k, p.n, p.k, kTileK, kTileN)
+          : encode_rows(w_map, p.packed, CU_TENSOR_MAP_DATA_TYPE_UINT32, p.k * kBits / 32, p.n,
+                        p.k * kBits / 32, 2 * kBits, kTileN);
+  if (!weight_mapped ||
+      !encode_rows(x_map, p.x, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.k, p.rows, p.x_stride, kTileK, 128))
+    return cudaErrorInvalidValue;
   if constexpr (kBits == 0) {
     if (m_tiles >= 2 && pairs_enabled()) {
       const int pairs = pairs_ready();
       if (pairs > 0) return launch_ring_pairs(p, x_map, n_tiles, m_tiles, splits, pairs, stream);
     }
   }
-  return launch_ring_items<kBits>(matmul_ring_kernel<kBits>, p, x_map, w_map, n_tiles, m_tiles, splits,
-                                  stream);
+  const cudaError_t code = cudaFuncSetAttribute(matmul_ring_kernel<kBits>,
+                                                cudaFuncAttributeMaxDynamicSharedMemorySize, R::kShared);
+  if (code != cudaSuccess) return code;
+  const auto items = static_cast<int>(n_tiles * m_tiles * splits);
+  const RingWork work{static_cast<int>(n_tiles), static_cast<int>(m_tiles), items};
+  const int blocks = kResident<kBits> ? std::min(items, current_multiprocessors()) : items;
+  launch_dependent(matmul_ring_kernel<kBits>, dim3(static_cast<unsigned>(blocks)), kRingThreads, R::kShared,
+                   stream, x_map, w_map, p, work);
+  return cudaGetLastError();
 }
 
 template cudaError_t launch_ring_tile<0>(const Params&, int64_t, int64_t, int64_t, cudaStream_t);
