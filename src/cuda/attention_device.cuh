@@ -342,6 +342,20 @@ __device__ __forceinline__ void partition_dots_staged(const uint16_t* queries, i
   }
 }
 
+// partition_dots_direct for the chunk's query rows of row r and the warp's 16 keys of the partition (query
+// slots past the chunk's heads and keys the row does not see: rows of zeros); kVector: 16-byte cache rows.
+template <bool kVector>
+__device__ __forceinline__ void chunk_dots_direct(const Params& params, const RowKeys& row, int64_t r,
+                                                  const HeadChunk& chunk, const Window& w, int dim, int warp,
+                                                  int lane, float (&dots)[2][4]) {
+  const uint16_t* q = params.q + r * params.q_stride + static_cast<int64_t>(chunk.first) * dim;
+  const auto query_row = [&](int h) { return h < chunk.count ? q + static_cast<int64_t>(h) * dim : nullptr; };
+  const auto keys = partition_rows(params, row, row.segment.keys, chunk.kv_head, w);
+  const auto key_row = [&](int jj) { return w.visible(w.base + jj) ? keys(jj) : nullptr; };
+  partition_dots_direct(query_row(lane / 4), query_row(lane / 4 + 8), params.q_vector,
+                        key_row(warp * 16 + lane / 4), key_row(warp * 16 + 8 + lane / 4), kVector, dim, dots);
+}
+
 // The loop `top = -inf; for k: top = top < x_k ? x_k : top`. That loop ends on the earliest x_k of the
 // largest value (never a NaN; of +0 and -0 the earlier), and so does this: each thread scans a contiguous run
 // with the same step, then runs are joined left to right, the right run winning only when strictly greater.

@@ -82,15 +82,7 @@ __global__ void __launch_bounds__(kThreads) whole_cluster_kernel(Params params) 
       const int stride = staged_stride(dim);
       partition_dots_staged(queries, chunk.count, staged_keys + warp * 16 * stride, stride, dim, dots);
     } else {
-      const uint16_t* q = params.q + r * params.q_stride + static_cast<int64_t>(chunk.first) * dim;
-      const auto query_row = [&](int h) {
-        return h < chunk.count ? q + static_cast<int64_t>(h) * dim : nullptr;
-      };
-      const auto keys = partition_rows(params, row, row.segment.keys, chunk.kv_head, w);
-      const auto key_row = [&](int jj) { return w.visible(w.base + jj) ? keys(jj) : nullptr; };
-      partition_dots_direct(query_row(lane / 4), query_row(lane / 4 + 8), params.q_vector,
-                            key_row(warp * 16 + lane / 4), key_row(warp * 16 + 8 + lane / 4), kVector, dim,
-                            dots);
+      chunk_dots_direct<kVector>(params, row, r, chunk, w, dim, warp, lane, dots);
     }
     each_fragment_element<1, 2>([&](int, int nt, int e) {
       const int h = fragment_row(lane, e), j = warp * 16 + nt * 8 + fragment_col(lane, e);
