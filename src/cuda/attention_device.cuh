@@ -221,11 +221,9 @@ __device__ __forceinline__ void copy_query_rows(const Params& params, int64_t r,
     for (int c = lane * 8; c < dim; c += 256) copy16(queries + h * stride + c, q + h * dim + c, true);
 }
 
-// The partition's keys into [kPart][staged_stride] (not with kKeys false) and, where `values` is not null,
-// its value strips (copy_values' layout and zeros), 16 bytes a copy (rows_vector), zeros for keys the row
-// does not see, with one slot computation a key: a warp takes every kWarps-th key, its lanes the key's
-// pieces.
-template <bool kKeys = true>
+// The partition's keys into [kPart][staged_stride] and, where `values` is not null, its value strips
+// (copy_values' layout and zeros), 16 bytes a copy (rows_vector), zeros for keys the row does not see, with
+// one slot computation a key: a warp takes every kWarps-th key, its lanes the key's pieces.
 __device__ __forceinline__ void copy_key_rows(const Params& params, const RowKeys& row, int kv_head,
                                               const Window& w, uint16_t* keys, uint16_t* values) {
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
@@ -237,7 +235,7 @@ __device__ __forceinline__ void copy_key_rows(const Params& params, const RowKey
     const int64_t offset = seen ? key_rows(jj) - row.segment.keys : 0;  // the slot's row, keys and values
     for (int c = lane * 8; c < width; c += 256) {
       const bool inside = c < dim;
-      if (kKeys && inside) copy16(keys + jj * stride + c, row.segment.keys + offset + c, seen);
+      if (inside) copy16(keys + jj * stride + c, row.segment.keys + offset + c, seen);
       if (values != nullptr)
         copy16(values + c / kColumns * kStripElements + jj * kValueStride + c % kColumns,
                row.segment.values + (inside ? offset + c : 0), seen && inside);

@@ -156,14 +156,6 @@ bool env_switch_on(const char* variable) {
   return value == nullptr || std::strcmp(value, "0") != 0;
 }
 
-bool unchecked_paths_on() {
-  static const bool on = [] {
-    const char* value = std::getenv("PLUMB_CUDA_UNCHECKED");
-    return value != nullptr && std::strcmp(value, "1") == 0;
-  }();
-  return on;
-}
-
 namespace {
 thread_local bool plain_launches = false;
 }  // namespace

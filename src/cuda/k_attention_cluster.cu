@@ -10,11 +10,7 @@
 // With 16-byte query and cache rows and head_dim a multiple of 16 a block copies its query rows and its
 // partition's keys into shared memory with the values (one slot computation a key) and dots them with
 // ldmatrix (partition_dots_staged); PLUMB_CUDA_ATTENTION_STAGED_DOTS=0 reads them from global memory instead.
-#include <cstdint>
-#include <map>
-#include <mutex>
 #include <string_view>
-#include <tuple>
 
 #include "cuda/attention_device.cuh"
 #include "cuda/dependent_launch.cuh"
@@ -33,9 +29,7 @@ size_t cluster_shared_bytes(int heads, int head_dim, bool staged) {
          (staged ? staged_rows_bytes(heads, head_dim) : 0);
 }
 
-// kKeysFirst (staged): the query rows and keys in one copy group and the values in the next, issued while the
-// keys land, so that the dots wait for the keys alone. Not yet run on a GPU.
-template <int H, bool kVector, bool kStaged, bool kKeysFirst>
+template <int H, bool kVector, bool kStaged>
 __global__ void __launch_bounds__(kThreads) whole_cluster_kernel(Params params) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   static_assert(H <= kScoreSlots, "a block's heads are rows of one mma tile");
@@ -63,11 +57,7 @@ __global__ void __launch_bounds__(kThreads) whole_cluster_kernel(Params params) 
   if constexpr (kStaged) {
     if (mine) {
       copy_query_rows(params, r, chunk, queries);
-      copy_key_rows(params, row, chunk.kv_head, w, staged_keys, kKeysFirst ? nullptr : values);
-    }
-    if constexpr (kKeysFirst) {
-      copy_commit();  // the query rows and keys
-      if (mine) copy_key_rows<false>(params, row, chunk.kv_head, w, nullptr, values);
+      copy_key_rows(params, row, chunk.kv_head, w, staged_keys, values);
     }
   } else if (kVector && mine) {  // the partition's values, copied while its scores are made
     for (int s = 0; s < strips; ++s)
@@ -77,8 +67,8 @@ __global__ void __launch_bounds__(kThreads) whole_cluster_kernel(Params params) 
   if (mine) {
     float dots[2][4];
     if constexpr (kStaged) {
-      copy_wait<kKeysFirst ? 1 : 0>();
-      __syncthreads();  // the query rows and keys are in (and, but for kKeysFirst, the values)
+      copy_wait<0>();
+      __syncthreads();  // the query rows, keys and values are in
       const int stride = staged_stride(dim);
       partition_dots_staged(queries, chunk.count, staged_keys + warp * 16 * stride, stride, dim, dots);
     } else {
@@ -148,64 +138,28 @@ __global__ void __launch_bounds__(kThreads) whole_cluster_kernel(Params params) 
 using Kernel = void (*)(Params);
 
 template <int H>
-Kernel cluster_kernel(bool vector, bool staged, bool keys_first) {
-  if (staged)
-    return keys_first ? whole_cluster_kernel<H, true, true, true>
-                      : whole_cluster_kernel<H, true, true, false>;
-  return vector ? whole_cluster_kernel<H, true, false, false> : whole_cluster_kernel<H, false, false, false>;
+Kernel cluster_kernel(bool vector, bool staged) {
+  if (staged) return whole_cluster_kernel<H, true, true>;
+  return vector ? whole_cluster_kernel<H, true, false> : whole_cluster_kernel<H, false, false>;
 }
 
-// The kernel for `heads` query heads a block; keys_first (staged only): the keys waited for alone.
-Kernel kernel_for(int heads, bool vector, bool staged, bool keys_first = false) {
+Kernel kernel_for(int heads, bool vector, bool staged) {
   switch (heads) {
     case 16:
-      return cluster_kernel<16>(vector, staged, keys_first);
+      return cluster_kernel<16>(vector, staged);
     case 4:
-      return cluster_kernel<4>(vector, staged, keys_first);
+      return cluster_kernel<4>(vector, staged);
     case 2:
-      return cluster_kernel<2>(vector, staged, keys_first);
+      return cluster_kernel<2>(vector, staged);
     default:
-      return cluster_kernel<1>(vector, staged, keys_first);
+      return cluster_kernel<1>(vector, staged);
   }
 }
 
-// Blocks of `kernel` with `shared` bytes of dynamic shared memory that one SM holds at once (0 where the
-// runtime cannot say), asked once a device, kernel and size.
-int64_t blocks_per_sm(Kernel kernel, size_t shared) {
-  static std::mutex mutex;
-  static std::map<std::tuple<int, Kernel, size_t>, int64_t> known;
-  const std::lock_guard lock(mutex);
-  const auto [entry, added] = known.try_emplace({current_device_slot(), kernel, shared}, 0);
-  if (added) {
-    int blocks = 0;
-    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)) !=
-            cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, shared) != cudaSuccess) {
-      (void)cudaGetLastError();
-      blocks = 0;
-    }
-    entry->second = blocks;
-  }
-  return entry->second;
-}
-
-// The waves of `blocks` blocks of `kernel` (INT64_MAX where an SM holds none).
-int64_t waves(Kernel kernel, size_t shared, int64_t blocks) {
-  const int64_t resident = blocks_per_sm(kernel, shared) * current_multiprocessors();
-  return resident > 0 ? (blocks + resident - 1) / resident : INT64_MAX;
-}
-
-// Whether a launch's blocks stage their query rows and keys (copy_key_rows, partition_dots_staged). Their
-// shared memory can cost waves: a global layer's 8-row launch, 384 blocks, fits one staged block an SM
-// against three direct ones (H100). With the unchecked paths on (not yet run on a GPU), a launch stages only
-// where that costs no wave.
+// Whether a launch's blocks stage their query rows and keys (copy_key_rows, partition_dots_staged).
 bool staged_dots(const Params& params, int heads) {
-  const size_t staged_bytes = cluster_shared_bytes(heads, params.head_dim, true);
-  if (!staged_rows_fit(params) || staged_bytes > current_shared_optin()) return false;
-  if (!unchecked_paths_on()) return true;
-  const int64_t blocks = int64_t{params.span} * params.kv_heads * params.head_chunks * params.rows;
-  return waves(kernel_for(heads, true, true), staged_bytes, blocks) <=
-         waves(kernel_for(heads, true, false), cluster_shared_bytes(heads, params.head_dim, false), blocks);
+  return staged_rows_fit(params) &&
+         cluster_shared_bytes(heads, params.head_dim, true) <= current_shared_optin();
 }
 
 // At 32 rows a call has blocks enough for the two launches, and the clusters were slower (H100: 0.047 against
@@ -224,7 +178,7 @@ bool clusters_take(const Params& params) {
 cudaError_t launch_whole_clusters(Params params, int heads, cudaStream_t stream) {
   params.head_chunks = (params.group + heads - 1) / heads;
   const bool staged = staged_dots(params, heads);
-  const Kernel kernel = kernel_for(heads, params.rows_vector, staged, staged && unchecked_paths_on());
+  const Kernel kernel = kernel_for(heads, params.rows_vector, staged);
   const size_t shared = cluster_shared_bytes(heads, params.head_dim, staged);
   cudaError_t code =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared));

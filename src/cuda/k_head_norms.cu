@@ -71,22 +71,10 @@ __device__ __forceinline__ void rotate_lane(const LaneVector<kPer>& n, float par
   }
 }
 
-// Whether every vector of this block is of one row (head_norms_vector's order: the q vectors by row, then the
-// kv vectors by row), so that one table of its pairs' rotations serves them all.
-__device__ __forceinline__ bool block_of_one_row(const HeadNormsParams& params, int64_t& row) {
-  const int64_t first = static_cast<int64_t>(blockIdx.x) * kVectorsPerBlock;
-  const int64_t vectors = params.q.rows * params.q.heads + params.k.rows * params.k.heads;
-  int64_t h, last_row;
-  bool active, first_q, last_q;
-  head_norms_vector(params, first, row, h, active, first_q);
-  head_norms_vector(params, min(first + kVectorsPerBlock, vectors) - 1, last_row, h, active, last_q);
-  return first_q == last_q ? row == last_row : params.q.rows == 1;
-}
-
 // The q vectors, then the kv vectors, a half-warp each (head_norms_vector); a kv vector writes its value (and
-// its cache slot's) from registers, then its rotated key. kTable: where the block's vectors are of one row,
-// its threads make each pair's PairRotation once into shared memory (the same cosf and sinf of the same
-// angle), instead of every vector making all of them. Not yet run on a GPU.
+// its cache slot's) from registers, then its rotated key. kTable (calls of one row): while the loads are in
+// flight, the block's threads make each pair's PairRotation once into shared memory (the same cosf and sinf
+// of the same angle), instead of every vector making all of them.
 template <int kPer, bool kTable>
 __global__ void __launch_bounds__(kThreads)
     head_norms_lanes_kernel(const __grid_constant__ HeadNormsParams params) {
@@ -104,21 +92,18 @@ __global__ void __launch_bounds__(kThreads)
   else
     for (float& w : weight.at) w = 1.0f;  // x * inv * 1 is x * inv, bit for bit
   wait_for_previous_kernel();
-  bool table = false;
-  if constexpr (kTable) {
-    int64_t row;
-    table = block_of_one_row(params, row);
-    const float position = static_cast<float>(params.positions[row]);
-    static_assert(kPer * kLanes / 2 <= kThreads, "a thread a pair");
-    if (const int i = static_cast<int>(threadIdx.x); table && i < dim / 2) {
-      const PairRotation rotation(position * params.inv_freq[i]);
-      rotations[i] = make_float2(rotation.cosine, rotation.sine);
-    }
-  }
   const RmsNormArgs& v = params.v;
   LaneVector<kPer> x, v_x;
   x.load(norm.x + r * norm.x_stride + h * dim, dim, lane, active);
   v_x.load(v.x + r * v.x_stride + h * dim, dim, lane, active && !is_q);
+  if constexpr (kTable) {
+    static_assert(kPer * kLanes / 2 <= kThreads, "a thread a pair");
+    const float position = static_cast<float>(params.positions[0]);
+    if (const int i = static_cast<int>(threadIdx.x); i < dim / 2) {
+      const PairRotation rotation(position * params.inv_freq[i]);
+      rotations[i] = make_float2(rotation.cosine, rotation.sine);
+    }
+  }
   const float v_inverse = v_x.inverse_rms(dim, v.eps), inverse = x.inverse_rms(dim, norm.eps);
   __syncthreads();  // inv_freq (and the rotations) are staged
   uint16_t *cache_keys = nullptr, *cache_values = nullptr;
@@ -140,7 +125,7 @@ __global__ void __launch_bounds__(kThreads)
   const int partner_lane = lane < dim / 2 ? lane + dim / 2 : lane - dim / 2;
   const float partner = kPer == 1 ? __shfl_sync(0xffffffffu, n.at[0], partner_lane, kLanes) : 0.0f;
   if (active)
-    rotate_lane(n, partner, static_cast<float>(params.positions[r]), inv_freq, table ? rotations : nullptr,
+    rotate_lane(n, partner, static_cast<float>(params.positions[r]), inv_freq, kTable ? rotations : nullptr,
                 dim, lane, norm.out + r * norm.out_stride + h * dim, cache_keys);
 }
 
@@ -157,13 +142,14 @@ bool head_norms_lanes_fit(int64_t dim, int64_t rows) {
 
 namespace {
 
-// The kernel for kPer elements a lane, with the rotation table at head_dim 256 where the unchecked paths are
-// on (at 64 and 128, 4 to 8 bytes of registers spilled with it: nvcc 13.0, sm_90a).
+// The kernel for kPer elements a lane, with the rotation table for calls of one row at head_dim 256 (H100:
+// 5.87 against 6.21 us a launch in a decode graph; at 32 rows 8.67 against 7.67, and at 64 and 128 the table
+// spilled 4 to 8 bytes of registers: nvcc 13.0, sm_90a).
 template <int kPer>
 cudaError_t launch_lanes(const HeadNormsParams& params, unsigned blocks, cudaStream_t stream) {
   auto kernel = head_norms_lanes_kernel<kPer, false>;
   if constexpr (kPer == 16)
-    if (unchecked_paths_on()) kernel = head_norms_lanes_kernel<kPer, true>;
+    if (params.q.rows == 1 && params.k.rows == 1) kernel = head_norms_lanes_kernel<kPer, true>;
   return launch_dependent(kernel, blocks, kThreads, 0, stream, params);
 }
 

@@ -14,10 +14,6 @@ namespace plumb::cuda {
 // A fast path's environment switch: on unless the variable is "0" (PLUMB_CUDA_GRAPHS=0 and the like turn a
 // path off for comparisons; none changes a bit). Callers read it once and keep the answer.
 bool env_switch_on(const char* variable);
-// Fast paths built but not yet run on a GPU stay off unless PLUMB_CUDA_UNCHECKED is 1: the CUDA tests, the
-// exactness suite and the device scripts set it, so the next GPU run checks and times them before they
-// become the default (and this gate leaves their callers). Read once.
-bool unchecked_paths_on();
 
 // Loads a trivial kernel: fails when the driver has no image of this build for the current device.
 cudaError_t probe_kernel_image();

@@ -3,7 +3,6 @@
 // no GPU, as in CI), the CPU backend to compare against, device weights, and bit comparisons that print
 // index, expected, got and the bound.
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -26,13 +25,7 @@ using ops::testing::Values;
 
 namespace plumb::cuda::testing {
 
-// The CUDA tests check the paths not yet run on a GPU too (launchers.hpp's unchecked_paths_on), unless the
-// environment says otherwise: set before main, so before any launch reads it (every test's backend comes from
-// make_gpu, which reads the flag, so its setting cannot be deferred past them).
-inline const bool kUncheckedPathsOn = setenv("PLUMB_CUDA_UNCHECKED", "1", 0) == 0;
-
 inline std::unique_ptr<CudaBackend> make_gpu(const CudaOptions& options) {
-  if (!kUncheckedPathsOn) ADD_FAILURE() << "setenv PLUMB_CUDA_UNCHECKED failed";
   if (device_count() == 0) return nullptr;
   auto made = CudaBackend::create(0, options);
   if (!made) ADD_FAILURE() << made.error().message;

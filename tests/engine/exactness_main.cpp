@@ -1,6 +1,5 @@
 // The exactness suite's entry: `test_exactness [--backend cpu|cuda] [gtest flags]`.
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -20,7 +19,6 @@ int main(int argc, char** argv) {
       rest.push_back(argv[i]);
     }
   }
-  setenv("PLUMB_CUDA_UNCHECKED", "1", 0);  // the paths not yet run on a GPU are checked too (launchers.hpp)
   int count = static_cast<int>(rest.size());
   ::testing::InitGoogleTest(&count, rest.data());
   auto backend = plumb::engine::testing::make_backend();

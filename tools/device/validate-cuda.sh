@@ -29,8 +29,6 @@
 # Needs .debs/ from tools/device/fetch-debs.sh (run where apt works). Writes OUT/steps.txt and one log a step.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
-# Paths built but not yet run on a GPU (src/cuda/launchers.hpp's unchecked_paths_on) run in every step.
-export PLUMB_CUDA_UNCHECKED=${PLUMB_CUDA_UNCHECKED:-1}
 out=${OUT:-$PWD/out/validate}
 steps=${STEPS:-build ctest contract exactness tiled ungrouped ring opsbench bench4 bench4t bench4e serve bench16 bench16t bench16e hf}
 models=${MODELS:-/tmp/plumb-models}
