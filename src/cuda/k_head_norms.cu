@@ -71,10 +71,22 @@ __device__ __forceinline__ void rotate_lane(const LaneVector<kPer>& n, float par
   }
 }
 
+// Whether every vector of this block is of one row (head_norms_vector's order: the q vectors by row, then the
+// kv vectors by row), so that one table of its pairs' rotations serves them all.
+__device__ __forceinline__ bool block_of_one_row(const HeadNormsParams& params, int64_t& row) {
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * kVectorsPerBlock;
+  const int64_t vectors = params.q.rows * params.q.heads + params.k.rows * params.k.heads;
+  int64_t h, last_row;
+  bool active, first_q, last_q;
+  head_norms_vector(params, first, row, h, active, first_q);
+  head_norms_vector(params, min(first + kVectorsPerBlock, vectors) - 1, last_row, h, active, last_q);
+  return first_q == last_q ? row == last_row : params.q.rows == 1;
+}
+
 // The q vectors, then the kv vectors, a half-warp each (head_norms_vector); a kv vector writes its value (and
-// its cache slot's) from registers, then its rotated key. kTable (calls of one row): while the loads are in
-// flight, the block's threads make each pair's PairRotation once into shared memory (the same cosf and sinf
-// of the same angle), instead of every vector making all of them.
+// its cache slot's) from registers, then its rotated key. kTable: where the block's vectors are of one row,
+// its threads make each pair's PairRotation once into shared memory (the same cosf and sinf of the same
+// angle), instead of every vector making all of them; launched for calls of one row (launch_lanes).
 template <int kPer, bool kTable>
 __global__ void __launch_bounds__(kThreads)
     head_norms_lanes_kernel(const __grid_constant__ HeadNormsParams params) {
@@ -92,18 +104,21 @@ __global__ void __launch_bounds__(kThreads)
   else
     for (float& w : weight.at) w = 1.0f;  // x * inv * 1 is x * inv, bit for bit
   wait_for_previous_kernel();
-  const RmsNormArgs& v = params.v;
-  LaneVector<kPer> x, v_x;
-  x.load(norm.x + r * norm.x_stride + h * dim, dim, lane, active);
-  v_x.load(v.x + r * v.x_stride + h * dim, dim, lane, active && !is_q);
+  bool table = false;
   if constexpr (kTable) {
+    int64_t row;
+    table = block_of_one_row(params, row);
+    const float position = static_cast<float>(params.positions[row]);
     static_assert(kPer * kLanes / 2 <= kThreads, "a thread a pair");
-    const float position = static_cast<float>(params.positions[0]);
-    if (const int i = static_cast<int>(threadIdx.x); i < dim / 2) {
+    if (const int i = static_cast<int>(threadIdx.x); table && i < dim / 2) {
       const PairRotation rotation(position * params.inv_freq[i]);
       rotations[i] = make_float2(rotation.cosine, rotation.sine);
     }
   }
+  const RmsNormArgs& v = params.v;
+  LaneVector<kPer> x, v_x;
+  x.load(norm.x + r * norm.x_stride + h * dim, dim, lane, active);
+  v_x.load(v.x + r * v.x_stride + h * dim, dim, lane, active && !is_q);
   const float v_inverse = v_x.inverse_rms(dim, v.eps), inverse = x.inverse_rms(dim, norm.eps);
   __syncthreads();  // inv_freq (and the rotations) are staged
   uint16_t *cache_keys = nullptr, *cache_values = nullptr;
@@ -125,7 +140,7 @@ __global__ void __launch_bounds__(kThreads)
   const int partner_lane = lane < dim / 2 ? lane + dim / 2 : lane - dim / 2;
   const float partner = kPer == 1 ? __shfl_sync(0xffffffffu, n.at[0], partner_lane, kLanes) : 0.0f;
   if (active)
-    rotate_lane(n, partner, static_cast<float>(params.positions[r]), inv_freq, kTable ? rotations : nullptr,
+    rotate_lane(n, partner, static_cast<float>(params.positions[r]), inv_freq, table ? rotations : nullptr,
                 dim, lane, norm.out + r * norm.out_stride + h * dim, cache_keys);
 }
 
