@@ -183,7 +183,7 @@ cudaError_t launch_head_norms_lanes(const HeadNormsParams& params, int64_t vecto
       return launch_lanes<16>(params, blocks, stream);
     default:
       if (!head_norms_lanes_fit(params.q.dim, params.q.rows)) return cudaErrorInvalidValue;
-      return launch_dependent(head_norms_lanes_kernel<1, false>, blocks, kThreads, 0, stream, params);
+      return launch_lanes<1>(params, blocks, stream);
   }
 }
 
