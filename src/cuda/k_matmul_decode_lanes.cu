@@ -17,8 +17,14 @@
 //                 zero bytes.
 // Columns past n repeat the last column and codes or halves past k are zero, as the ring kernel reads them.
 // A warp whose split lies inside k and within the run of its first record takes a loop with the subnormal
-// form alone: the same fragments with no form dispatch or full-tile test a tile.
+// form alone: the same fragments with no form dispatch or full-tile test a tile. In lanes_kernel<1, 1, true>
+// (PLUMB_CUDA_LANE_STREAM=1) such a split of one x segment skips the ring: each lane loads its codes and
+// words straight into registers four tiles ahead, which drops the copy, the wait, the shared reads and the
+// slot's wrap from every tile (111 -> 72 PTX instructions a tile besides moves). The layout's kernels are in
+// k_matmul_decode_layout.cu.
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include "cuda/dependent_launch.cuh"
 #include "cuda/k_matmul_decode.cuh"
@@ -84,6 +90,62 @@ struct LaneSource {
       copy16(slot + kLaneCodesBytes + lane * 16, from + kLaneCodesBytes, true);
   }
 };
+
+// 16 and 8 bytes of a weight read once a forward, straight into registers (no L1 line kept).
+__device__ __forceinline__ uint4 load_once16(const void* global) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(global));
+  return v;
+}
+
+__device__ __forceinline__ uint2 load_once8(const void* global) {
+  uint2 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "l"(global));
+  return v;
+}
+
+// The warp's records of one split read by each lane into its own registers, with no ring: its 16 bytes of
+// codes and its columns' words (read_lane_tile's registers), for splits whose tiles all take the subnormal
+// form, so the form is not read. Tile t of the split is at t records past the pointers.
+template <int kHalves>
+struct LaneStream {
+  const char* codes;  // the lane's codes in the split's first record
+  const char* words;  // the lane's columns' words in it
+
+  __device__ __forceinline__ explicit LaneStream(const LaneSource<kHalves>& source)
+      : codes(source.record),
+        words(source.record - threadIdx.x % 32 * 16 + kLaneCodesBytes +
+              threadIdx.x % 32 / 4 * kLaneWordBytes<kHalves>) {}
+
+  __device__ __forceinline__ LaneTile<kHalves> load(int t) const {
+    const int64_t at = int64_t{t} * kLaneSlotBytes<kHalves>;
+    LaneTile<kHalves> tile;
+    tile.codes = load_once16(codes + at);
+    if constexpr (kHalves == 1) {
+      const uint2 w = load_once8(words + at);
+      tile.words[0][0] = w.x, tile.words[0][1] = w.y;
+    } else {
+      const uint4 w = load_once16(words + at);
+      tile.words[0][0] = w.x, tile.words[0][1] = w.y, tile.words[1][0] = w.z, tile.words[1][1] = w.w;
+    }
+    tile.form = TileForm::subnormal;
+    return tile;
+  }
+
+  // The same records from `tiles` tiles on.
+  __device__ __forceinline__ LaneStream advanced(int tiles) const {
+    LaneStream next = *this;
+    next.codes += int64_t{tiles} * kLaneSlotBytes<kHalves>;
+    next.words += int64_t{tiles} * kLaneSlotBytes<kHalves>;
+    return next;
+  }
+};
+
+// Tiles a lane holds in registers ahead of the one it multiplies: 4 x 592 bytes a warp, 96 warps' worth
+// (24 KiB) in flight an SM at three blocks of 8 warps.
+constexpr int kStreamAhead = 4;
 
 template <int kHalves>
 __device__ __forceinline__ LaneTile<kHalves> read_lane_tile(const char* slot) {
@@ -197,9 +259,30 @@ __device__ __forceinline__ void multiply_lane_tile(const LaneTile<kHalves>& tile
       });
 }
 
+// The split's tiles from registers: tile t + kStreamAhead is read while tile t is multiplied, into
+// ahead[t % kStreamAhead] (loaded for tiles 0 to kStreamAhead - 1 before the call). One x segment holds the
+// whole split, so tile t is at t of it.
+template <int kHalves>
+__device__ __forceinline__ void stream_subnormal_tiles(LaneStream<kHalves> stream,
+                                                       LaneTile<kHalves> (&ahead)[kStreamAhead],
+                                                       const uint32_t (&a_rows)[1], int tiles,
+                                                       float (&acc)[1][kDecodeNTiles][4]) {
+  // `stream` at tile `first`, so that each load's offset is a constant.
+  for (int first = 0; first < tiles; first += kStreamAhead, stream = stream.advanced(kStreamAhead)) {
+#pragma unroll
+    for (int i = 0; i < kStreamAhead; ++i) {
+      const int t = first + i;
+      if (t >= tiles) return;
+      const LaneTile<kHalves> tile = ahead[i];
+      if (t + kStreamAhead < tiles) ahead[i] = stream.load(i + kStreamAhead);
+      multiply_subnormal_tile<1, true>(tile, a_rows, t, 4, acc);
+    }
+  }
+}
+
 // One block: the warps' 16-column slices of column strip `strip`, over the k tiles of split `split`; the
 // ring kernel's loop (decode_block) with each lane copying and reading its own parts of a slot.
-template <int kMTiles, int kHalves>
+template <int kMTiles, int kHalves, bool kStream>
 __device__ __forceinline__ void lanes_block(const DecodeParams& p, int64_t strip, int split) {
   constexpr int kSlots = kLaneSlots<kMTiles, kHalves>, kSlot = kLaneSlotBytes<kHalves>;
   extern __shared__ __align__(16) char shared[];
@@ -216,11 +299,22 @@ __device__ __forceinline__ void lanes_block(const DecodeParams& p, int64_t strip
   constexpr bool kSubnormalLoop = kMTiles == 1 || kHalves == 1;
   const bool subnormal = kSubnormalLoop && range.tiles > 0 && range.full_tiles >= range.tiles &&
                          source.subnormal_run() >= static_cast<uint32_t>(range.tiles);
-  // One commit group per tile (empty past the split), so tile t's copy is done once kSlots - 2 are pending.
+  // With kStream, such a split of one x segment goes through registers (stream_subnormal_tiles), not the
+  // ring.
+  const bool streamed = kStream && subnormal && range.tiles <= p.segment_tiles;
+  const LaneStream<kHalves> stream(source);
+  LaneTile<kHalves> ahead[kStreamAhead];
+  if (streamed) {
 #pragma unroll
-  for (int i = 0; i < kSlots - 1; ++i) {
-    if (i < range.tiles) source.copy(ring + i * kSlot, static_cast<uint32_t>(i));
-    copy_commit();
+    for (int i = 0; i < kStreamAhead; ++i)
+      if (i < range.tiles) ahead[i] = stream.load(i);
+  } else {
+    // One commit group per tile (empty past the split), so tile t's copy is done once kSlots - 2 are pending.
+#pragma unroll
+    for (int i = 0; i < kSlots - 1; ++i) {
+      if (i < range.tiles) source.copy(ring + i * kSlot, static_cast<uint32_t>(i));
+      copy_commit();
+    }
   }
   wait_for_previous_kernel();  // the weights above do not depend on earlier launches; x and the sums do
   float acc[kMTiles][kDecodeNTiles][4] = {};
@@ -240,6 +334,12 @@ __device__ __forceinline__ void lanes_block(const DecodeParams& p, int64_t strip
   for (int first = 0; first < range.tiles; first += p.segment_tiles) {
     x.stage(p, range, first);
     const int end = min(first + p.segment_tiles, range.tiles);
+    if constexpr (kStream) {
+      if (streamed) {
+        stream_subnormal_tiles(stream, ahead, x.a_rows, range.tiles, acc);
+        continue;
+      }
+    }
     if (kSubnormalLoop && subnormal) {
       for (int t = first; t < end; ++t)
         multiply_subnormal_tile<kMTiles, true>(next_tile(t), x.a_rows, t - first, 4, acc);
@@ -262,11 +362,15 @@ __device__ __forceinline__ void lanes_block(const DecodeParams& p, int64_t strip
 // member (run_member_block) made 107 KB of code at 1 row, and the 1-row launches' largest stall was waiting
 // for instructions; one body gave 4-bit 12B decode +1.4% at 1 stream and +2.3% at 8 (H200). At 17 to 32 rows
 // the bodies per member stay: one body measured 3.4% slower at 32 streams.
-template <int kMTiles, int kHalves>
+// kStream (up to 16 rows, one scale word a tile: two spill under the register cap with four tiles ahead): its
+// subnormal splits of one x segment read through registers; PLUMB_CUDA_LANE_STREAM=1, off until a GPU has
+// run it.
+template <int kMTiles, int kHalves, bool kStream>
 __global__ void __launch_bounds__(kDecodeThreads, kLanesBlocksPerSm)
     lanes_kernel(const __grid_constant__ DecodeGroup group) {
+  static_assert(!kStream || (kMTiles == 1 && kHalves == 1), "the streamed loop: one 16-row tile, one word");
   const auto block = [](const DecodeParams& p, int64_t strip, int split) {
-    lanes_block<kMTiles, kHalves>(p, strip, split);
+    lanes_block<kMTiles, kHalves, kStream>(p, strip, split);
   };
   if constexpr (kMTiles == 1) {
     const auto [i, local] = group_block(group);
@@ -276,130 +380,33 @@ __global__ void __launch_bounds__(kDecodeThreads, kLanesBlocksPerSm)
   }
 }
 
-template <int kMTiles, int kHalves>
+template <int kMTiles, int kHalves, bool kStream = false>
 cudaError_t run_lanes(DecodeGroup& group, cudaStream_t stream) {
+  const auto kernel = lanes_kernel<kMTiles, kHalves, kStream>;
   const size_t ring = size_t{kDecodeWarps} * kLaneSlots<kMTiles, kHalves> * kLaneSlotBytes<kHalves>;
   const size_t shared = ring + stage_x_bytes(group, kLaneSegmentBytes<kMTiles>);
   // The most shared memory an SM can have, so that three blocks fit.
-  const cudaError_t code =
-      cudaFuncSetAttribute(lanes_kernel<kMTiles, kHalves>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                           cudaSharedmemCarveoutMaxShared);
+  const cudaError_t code = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                                cudaSharedmemCarveoutMaxShared);
   if (code != cudaSuccess) return code;
-  return launch_decode_kernel(lanes_kernel<kMTiles, kHalves>, group, shared, stream);
+  return launch_decode_kernel(kernel, group, shared, stream);
 }
 
-// What launch_decode_layout writes from: the weight's arrays and the layout's shape.
-struct LayoutArgs {
-  DecodeParams w;  // the weight's fields (weight_params), with its layout's shape
-  char* records;
-  int record_bytes;
-};
-
-// One thread a lane's 16 bytes of codes of one record (the layout above).
-__global__ void lane_codes_kernel(LayoutArgs a) {
-  wait_for_previous_kernel();
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= a.w.slices * a.w.k_tiles * 32) return;
-  const int lane = static_cast<int>(i % 32), g = lane / 4, t = lane % 4;
-  const int64_t tile = i / 32 % a.w.k_tiles, slice = i / 32 / a.w.k_tiles;
-  uint32_t words[4] = {};
-  for (int j = 0; j < kDecodeNTiles; ++j) {
-    const int64_t col = min(slice * kDecodeWarpCols + j * 8 + g, a.w.n - 1);
-    const auto* row = reinterpret_cast<const uint8_t*>(a.w.packed + col * a.w.row_words);
-    for (int s = 0; s < 4; ++s)
-      for (int h = 0; h < 2; ++h) {
-        const int64_t k = tile * kTileK + 16 * s + 8 * h + 2 * t;
-        const uint32_t byte = k < a.w.k ? row[k / 2] : 0u, nibble = 4 * (2 * (s % 2) + h);
-        words[2 * j + s / 2] |= (byte & 0xfu) << nibble | (byte >> 4) << (nibble + 16);
-      }
-  }
-  *reinterpret_cast<uint4*>(a.records + i / 32 * a.record_bytes + lane * 16) =
-      make_uint4(words[0], words[1], words[2], words[3]);
-}
-
-// One thread a record: its columns' words, and the form tile_form gives them.
-__global__ void lane_words_kernel(LayoutArgs a) {
-  wait_for_previous_kernel();
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= a.w.slices * a.w.k_tiles) return;
-  const int64_t tile = i % a.w.k_tiles, slice = i / a.w.k_tiles;
-  const int halves = a.w.lane_halves;
-  char* record = a.records + i * a.record_bytes;
-  auto* words = reinterpret_cast<uint32_t*>(record + LaneLayout::codes_bytes());
-  bool exact = true, subnormal = true;
-  for (int g = 0; g < 8; ++g)
-    for (int h = 0; h < halves; ++h)
-      for (int j = 0; j < kDecodeNTiles; ++j) {
-        const int64_t col = min(slice * kDecodeWarpCols + j * 8 + g, a.w.n - 1);
-        const int64_t k = tile * kTileK + 32 * h;
-        const int64_t e = col * a.w.groups + (k >> a.w.group_shift);
-        const uint32_t word = k < a.w.k ? a.w.scales[e] | static_cast<uint32_t>(a.w.biases[e]) << 16 : 0u;
-        words[(g * halves + h) * kDecodeNTiles + j] = word;
-        const FormTests tests = form_tests(word);
-        exact &= tests.exact;
-        subnormal &= tests.subnormal;
-      }
-  const TileForm form = subnormal ? TileForm::subnormal : exact ? TileForm::packed : TileForm::f32;
-  *reinterpret_cast<uint4*>(record + LaneLayout{0, 0, halves}.form_at()) =
-      make_uint4(static_cast<uint32_t>(form), 0u, 0u, 0u);
-}
-
-// One thread a slice: each record's run of tiles from it on that take the subnormal form.
-__global__ void lane_marks_kernel(LayoutArgs a) {
-  wait_for_previous_kernel();
-  const int64_t slice = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (slice >= a.w.slices) return;
-  const int form_at = LaneLayout{0, 0, a.w.lane_halves}.form_at();
-  uint32_t run = 0;
-  for (int64_t tile = a.w.k_tiles - 1; tile >= 0; --tile) {
-    auto* form =
-        reinterpret_cast<uint32_t*>(a.records + (slice * a.w.k_tiles + tile) * a.record_bytes + form_at);
-    run = (*form & 0xffu) == static_cast<uint32_t>(TileForm::subnormal) ? run + 1 : 0u;
-    *form = (*form & 0xffu) | run << kSubnormalRunShift;
-  }
+bool lane_stream_on() {
+  static const bool on = [] {
+    const char* value = std::getenv("PLUMB_CUDA_LANE_STREAM");
+    return value != nullptr && std::strcmp(value, "1") == 0;
+  }();
+  return on;
 }
 
 }  // namespace
 
 cudaError_t run_decode_lanes(DecodeGroup& group, cudaStream_t stream) {
   const bool rows16 = group.member[0].rows <= 16, halves1 = group.member[0].lane_halves == 1;
+  if (rows16 && halves1 && lane_stream_on()) return run_lanes<1, 1, true>(group, stream);
   if (rows16) return halves1 ? run_lanes<1, 1>(group, stream) : run_lanes<1, 2>(group, stream);
   return halves1 ? run_lanes<2, 1>(group, stream) : run_lanes<2, 2>(group, stream);
 }
 
 }  // namespace plumb::cuda::matmul
-
-namespace plumb::cuda {
-
-int64_t decode_layout_bytes(const WeightArgs& weight) {
-  if (!weight.affine || weight.bits != 4 || !matmul_decode_supports(weight)) return 0;
-  return matmul::lane_layout(weight.out, weight.in, weight.group).bytes();
-}
-
-cudaError_t launch_decode_layout(const WeightArgs& weight, void* layout, cudaStream_t stream) {
-  using namespace matmul;
-  if (decode_layout_bytes(weight) == 0 || reinterpret_cast<uintptr_t>(layout) % 16 != 0)
-    return cudaErrorInvalidValue;
-  LayoutArgs a{};
-  a.w = weight_params(weight, layout);
-  a.records = static_cast<char*>(layout);
-  a.record_bytes = lane_layout(weight.out, weight.in, weight.group).record_bytes();
-  constexpr int kThreads = 256;
-  const int64_t lanes = a.w.slices * a.w.k_tiles * 32, tiles = a.w.slices * a.w.k_tiles;
-  const auto blocks = [](int64_t threads) {
-    return dim3(static_cast<unsigned>((threads + kThreads - 1) / kThreads));
-  };
-  if (const cudaError_t code = launch_dependent(lane_codes_kernel, blocks(lanes), kThreads, 0, stream, a);
-      code != cudaSuccess)
-    return code;
-  if (const cudaError_t code = launch_dependent(lane_words_kernel, blocks(tiles), kThreads, 0, stream, a);
-      code != cudaSuccess)
-    return code;
-  if (const cudaError_t code =
-          launch_dependent(lane_marks_kernel, blocks(a.w.slices), kThreads, 0, stream, a);
-      code != cudaSuccess)
-    return code;
-  return cudaGetLastError();
-}
-
-}  // namespace plumb::cuda
