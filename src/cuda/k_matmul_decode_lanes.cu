@@ -259,14 +259,19 @@ __device__ __forceinline__ void multiply_lane_tile(const LaneTile<kHalves>& tile
       });
 }
 
-// The split's tiles from registers: tile t + kStreamAhead is read while tile t is multiplied, into
+// How a block's warps reach their records: through the ring, or (subnormal splits of one x segment) straight
+// into registers with x's rows as mma's A (kStreamPlain) or, for up to 8 rows, as its B and the weight's 16
+// columns as A (kStreamSwapped: one m16n8k16 a k16 step instead of two, each sum the same 16 products added
+// to the same accumulator).
+constexpr int kRing = 0, kStreamPlain = 1, kStreamSwapped = 2;
+
+// The split's tiles from registers: tile t + kStreamAhead is read while multiply(tile, t) runs on tile t, in
 // ahead[t % kStreamAhead] (loaded for tiles 0 to kStreamAhead - 1 before the call). One x segment holds the
 // whole split, so tile t is at t of it.
-template <int kHalves>
+template <int kHalves, class Multiply>
 __device__ __forceinline__ void stream_subnormal_tiles(LaneStream<kHalves> stream,
-                                                       LaneTile<kHalves> (&ahead)[kStreamAhead],
-                                                       const uint32_t (&a_rows)[1], int tiles,
-                                                       float (&acc)[1][kDecodeNTiles][4]) {
+                                                       LaneTile<kHalves> (&ahead)[kStreamAhead], int tiles,
+                                                       const Multiply& multiply) {
   // `stream` at tile `first`, so that each load's offset is a constant.
   for (int first = 0; first < tiles; first += kStreamAhead, stream = stream.advanced(kStreamAhead)) {
 #pragma unroll
@@ -275,14 +280,65 @@ __device__ __forceinline__ void stream_subnormal_tiles(LaneStream<kHalves> strea
       if (t >= tiles) return;
       const LaneTile<kHalves> tile = ahead[i];
       if (t + kStreamAhead < tiles) ahead[i] = stream.load(i + kStreamAhead);
-      multiply_subnormal_tile<1, true>(tile, a_rows, t, 4, acc);
+      multiply(tile, t);
     }
   }
 }
 
+// The shared address of the lane's ldmatrix row for the swapped steps: x row lane % 8 (rows past p.rows read
+// the last), 8 k on for each of the four 8 x 8 matrices: b0 and b1 of two k16 steps.
+__device__ __forceinline__ uint32_t swapped_x_row(const XSegments<1>& x, const DecodeParams& p) {
+  const int lane = threadIdx.x % 32;
+  return held(
+      shared_address(x.rows + min(static_cast<int64_t>(lane % 8), p.rows - 1) * x.row_bytes + lane / 8 * 16));
+}
+
+// k16 step kStep of a subnormal tile with the weight as A: a0 and a1 are b0 of column tiles 0 and 1 (columns
+// g and 8 + g), a2 and a3 their b1, and the x registers b0 and b1 of rows g.
+template <int kStep>
+__device__ __forceinline__ void swapped_step(const LaneTile<1>& tile, const LanePairs<1>& pairs,
+                                             const uint32_t (&xs)[2][4], float (&sums)[4]) {
+  uint32_t a[4];
+#pragma unroll
+  for (int j = 0; j < kDecodeNTiles; ++j) {
+    const uint32_t w = step_codes<kStep>(tile.codes, j);
+    a[j] = fma_bf16x2(pairs.scale[j][0] + kLaneScaleB0, w & 0x000f000fu, pairs.bias[j][0]);
+    a[2 + j] = fma_bf16x2(pairs.scale[j][0] + kLaneScaleB1, w & 0x00f000f0u, pairs.bias[j][0]);
+  }
+  mma_bf16(sums, a, xs[kStep / 2][2 * (kStep % 2)], xs[kStep / 2][2 * (kStep % 2) + 1]);
+}
+
+__device__ __forceinline__ void multiply_swapped_tile(const LaneTile<1>& tile, uint32_t x_row, int t,
+                                                      float (&sums)[4]) {
+  const LanePairs<1> pairs(tile);
+  uint32_t xs[2][4];
+  ldmatrix_x4_at(xs[0], x_row + t * kTileK * 2);
+  ldmatrix_x4_at(xs[1], x_row + t * kTileK * 2 + 64);
+  swapped_step<0>(tile, pairs, xs, sums);
+  swapped_step<1>(tile, pairs, xs, sums);
+  swapped_step<2>(tile, pairs, xs, sums);
+  swapped_step<3>(tile, pairs, xs, sums);
+}
+
+// The swapped sums (lane (g', t'): columns g' and 8 + g' of rows 2t' and 2t' + 1) moved to the layout
+// finish_sums stores (lane (g, t): row g, columns 8j + 2t and 8j + 2t + 1; rows 8 to 15 are never stored).
+__device__ __forceinline__ void unswap_sums(const float (&sums)[4], float (&acc)[1][kDecodeNTiles][4]) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int j = 0; j < kDecodeNTiles; ++j)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int from = (2 * t + e) * 4 + g / 2;
+      const float even = __shfl_sync(0xffffffffu, sums[2 * j], from);
+      const float odd = __shfl_sync(0xffffffffu, sums[2 * j + 1], from);
+      acc[0][j][e] = g % 2 == 0 ? even : odd;
+      acc[0][j][2 + e] = 0.0f;
+    }
+}
+
 // One block: the warps' 16-column slices of column strip `strip`, over the k tiles of split `split`; the
 // ring kernel's loop (decode_block) with each lane copying and reading its own parts of a slot.
-template <int kMTiles, int kHalves, bool kStream>
+template <int kMTiles, int kHalves, int kPath>
 __device__ __forceinline__ void lanes_block(const DecodeParams& p, int64_t strip, int split) {
   constexpr int kSlots = kLaneSlots<kMTiles, kHalves>, kSlot = kLaneSlotBytes<kHalves>;
   extern __shared__ __align__(16) char shared[];
@@ -299,9 +355,8 @@ __device__ __forceinline__ void lanes_block(const DecodeParams& p, int64_t strip
   constexpr bool kSubnormalLoop = kMTiles == 1 || kHalves == 1;
   const bool subnormal = kSubnormalLoop && range.tiles > 0 && range.full_tiles >= range.tiles &&
                          source.subnormal_run() >= static_cast<uint32_t>(range.tiles);
-  // With kStream, such a split of one x segment goes through registers (stream_subnormal_tiles), not the
-  // ring.
-  const bool streamed = kStream && subnormal && range.tiles <= p.segment_tiles;
+  // Streamed, such a split of one x segment goes through registers (stream_subnormal_tiles), not the ring.
+  const bool streamed = kPath != kRing && subnormal && range.tiles <= p.segment_tiles;
   const LaneStream<kHalves> stream(source);
   LaneTile<kHalves> ahead[kStreamAhead];
   if (streamed) {
@@ -334,9 +389,22 @@ __device__ __forceinline__ void lanes_block(const DecodeParams& p, int64_t strip
   for (int first = 0; first < range.tiles; first += p.segment_tiles) {
     x.stage(p, range, first);
     const int end = min(first + p.segment_tiles, range.tiles);
-    if constexpr (kStream) {
+    if constexpr (kPath == kStreamPlain) {
       if (streamed) {
-        stream_subnormal_tiles(stream, ahead, x.a_rows, range.tiles, acc);
+        stream_subnormal_tiles(stream, ahead, range.tiles, [&](const LaneTile<kHalves>& tile, int t) {
+          multiply_subnormal_tile<1, true>(tile, x.a_rows, t, 4, acc);
+        });
+        continue;
+      }
+    }
+    if constexpr (kPath == kStreamSwapped) {
+      if (streamed) {
+        const uint32_t x_row = swapped_x_row(x, p);
+        float sums[4] = {};
+        stream_subnormal_tiles(stream, ahead, range.tiles, [&](const LaneTile<kHalves>& tile, int t) {
+          multiply_swapped_tile(tile, x_row, t, sums);
+        });
+        unswap_sums(sums, acc);
         continue;
       }
     }
@@ -362,15 +430,16 @@ __device__ __forceinline__ void lanes_block(const DecodeParams& p, int64_t strip
 // member (run_member_block) made 107 KB of code at 1 row, and the 1-row launches' largest stall was waiting
 // for instructions; one body gave 4-bit 12B decode +1.4% at 1 stream and +2.3% at 8 (H200). At 17 to 32 rows
 // the bodies per member stay: one body measured 3.4% slower at 32 streams.
-// kStream (up to 16 rows, one scale word a tile: two spill under the register cap with four tiles ahead): its
-// subnormal splits of one x segment read through registers; PLUMB_CUDA_LANE_STREAM=1, off until a GPU has
-// run it.
-template <int kMTiles, int kHalves, bool kStream>
+// kPath kStreamPlain (up to 16 rows) and kStreamSwapped (up to 8), for one scale word a tile (two spill
+// under the register cap with four tiles ahead): subnormal splits of one x segment read through registers;
+// PLUMB_CUDA_LANE_STREAM=1 and 2, off until a GPU has run them.
+template <int kMTiles, int kHalves, int kPath>
 __global__ void __launch_bounds__(kDecodeThreads, kLanesBlocksPerSm)
     lanes_kernel(const __grid_constant__ DecodeGroup group) {
-  static_assert(!kStream || (kMTiles == 1 && kHalves == 1), "the streamed loop: one 16-row tile, one word");
+  static_assert(kPath == kRing || (kMTiles == 1 && kHalves == 1),
+                "the streamed loop: one 16-row tile, one word");
   const auto block = [](const DecodeParams& p, int64_t strip, int split) {
-    lanes_block<kMTiles, kHalves, kStream>(p, strip, split);
+    lanes_block<kMTiles, kHalves, kPath>(p, strip, split);
   };
   if constexpr (kMTiles == 1) {
     const auto [i, local] = group_block(group);
@@ -380,9 +449,9 @@ __global__ void __launch_bounds__(kDecodeThreads, kLanesBlocksPerSm)
   }
 }
 
-template <int kMTiles, int kHalves, bool kStream = false>
+template <int kMTiles, int kHalves, int kPath = kRing>
 cudaError_t run_lanes(DecodeGroup& group, cudaStream_t stream) {
-  const auto kernel = lanes_kernel<kMTiles, kHalves, kStream>;
+  const auto kernel = lanes_kernel<kMTiles, kHalves, kPath>;
   const size_t ring = size_t{kDecodeWarps} * kLaneSlots<kMTiles, kHalves> * kLaneSlotBytes<kHalves>;
   const size_t shared = ring + stage_x_bytes(group, kLaneSegmentBytes<kMTiles>);
   // The most shared memory an SM can have, so that three blocks fit.
@@ -392,19 +461,24 @@ cudaError_t run_lanes(DecodeGroup& group, cudaStream_t stream) {
   return launch_decode_kernel(kernel, group, shared, stream);
 }
 
-bool lane_stream_on() {
-  static const bool on = [] {
-    const char* value = std::getenv("PLUMB_CUDA_LANE_STREAM");
-    return value != nullptr && std::strcmp(value, "1") == 0;
+// PLUMB_CUDA_LANE_STREAM: 1 streams up to 16 rows (kStreamPlain), 2 also swaps the operands up to 8 rows;
+// unset or anything else, the ring.
+int lane_stream_switch() {
+  static const int value = [] {
+    const char* text = std::getenv("PLUMB_CUDA_LANE_STREAM");
+    if (text == nullptr) return 0;
+    return std::strcmp(text, "1") == 0 ? 1 : std::strcmp(text, "2") == 0 ? 2 : 0;
   }();
-  return on;
+  return value;
 }
 
 }  // namespace
 
 cudaError_t run_decode_lanes(DecodeGroup& group, cudaStream_t stream) {
   const bool rows16 = group.member[0].rows <= 16, halves1 = group.member[0].lane_halves == 1;
-  if (rows16 && halves1 && lane_stream_on()) return run_lanes<1, 1, true>(group, stream);
+  const int streamed = rows16 && halves1 ? lane_stream_switch() : 0;
+  if (streamed == 2 && group.member[0].rows <= 8) return run_lanes<1, 1, kStreamSwapped>(group, stream);
+  if (streamed != 0) return run_lanes<1, 1, kStreamPlain>(group, stream);
   if (rows16) return halves1 ? run_lanes<1, 1>(group, stream) : run_lanes<1, 2>(group, stream);
   return halves1 ? run_lanes<2, 1>(group, stream) : run_lanes<2, 2>(group, stream);
 }
