@@ -263,7 +263,7 @@ __device__ __forceinline__ void multiply_lane_tile(const LaneTile<kHalves>& tile
 // into registers with x's rows as mma's A (kStreamPlain) or, for up to 8 rows, as its B and the weight's 16
 // columns as A (kStreamSwapped: one m16n8k16 a k16 step instead of two, each sum the same 16 products added
 // to the same accumulator).
-constexpr int kRing = 0, kStreamPlain = 1, kStreamSwapped = 2;
+constexpr int kRing = 0, kStreamPlain = 1, kStreamSwapped = 2, kRingSwapped = 3;
 
 // The split's tiles from registers: tile t + kStreamAhead is read while multiply(tile, t) runs on tile t, in
 // ahead[t % kStreamAhead] (loaded for tiles 0 to kStreamAhead - 1 before the call). One x segment holds the
@@ -373,7 +373,8 @@ __device__ __forceinline__ void lanes_block(const DecodeParams& p, int64_t strip
   }
   wait_for_previous_kernel();  // the weights above do not depend on earlier launches; x and the sums do
   float acc[kMTiles][kDecodeNTiles][4] = {};
-  int slot = 0;  // tile t's slot, t % kSlots
+  float swapped[4] = {};  // kRingSwapped's sums of a subnormal split, in the swapped layout
+  int slot = 0;           // tile t's slot, t % kSlots
   // Tile t from its slot, refilling the slot read one tile ago (this lane's reads of it are done, as its
   // values were used then) with tile t + kSlots - 1.
   const auto next_tile = [&](int t) {
@@ -408,6 +409,13 @@ __device__ __forceinline__ void lanes_block(const DecodeParams& p, int64_t strip
         continue;
       }
     }
+    if constexpr (kPath == kRingSwapped) {
+      if (subnormal) {
+        const uint32_t x_row = swapped_x_row(x, p);
+        for (int t = first; t < end; ++t) multiply_swapped_tile(next_tile(t), x_row, t - first, swapped);
+        continue;
+      }
+    }
     if (kSubnormalLoop && subnormal) {
       for (int t = first; t < end; ++t)
         multiply_subnormal_tile<kMTiles, true>(next_tile(t), x.a_rows, t - first, 4, acc);
@@ -423,6 +431,8 @@ __device__ __forceinline__ void lanes_block(const DecodeParams& p, int64_t strip
     }
   }
   copy_wait<0>();
+  if constexpr (kPath == kRingSwapped)
+    if (subnormal) unswap_sums(swapped, acc);
   finish_sums<kMTiles>(p, strip, split, col0, acc);
 }
 
@@ -467,7 +477,10 @@ int lane_stream_switch() {
   static const int value = [] {
     const char* text = std::getenv("PLUMB_CUDA_LANE_STREAM");
     if (text == nullptr) return 0;
-    return std::strcmp(text, "1") == 0 ? 1 : std::strcmp(text, "2") == 0 ? 2 : 0;
+    return std::strcmp(text, "1") == 0   ? 1
+           : std::strcmp(text, "2") == 0 ? 2
+           : std::strcmp(text, "3") == 0 ? 3
+                                         : 0;
   }();
   return value;
 }
@@ -477,6 +490,8 @@ int lane_stream_switch() {
 cudaError_t run_decode_lanes(DecodeGroup& group, cudaStream_t stream) {
   const bool rows16 = group.member[0].rows <= 16, halves1 = group.member[0].lane_halves == 1;
   const int streamed = rows16 && halves1 ? lane_stream_switch() : 0;
+  if (streamed == 3 && group.member[0].rows <= 8) return run_lanes<1, 1, kRingSwapped>(group, stream);
+  if (streamed == 3) return run_lanes<1, 1>(group, stream);
   if (streamed == 2 && group.member[0].rows <= 8) return run_lanes<1, 1, kStreamSwapped>(group, stream);
   if (streamed != 0) return run_lanes<1, 1, kStreamPlain>(group, stream);
   if (rows16) return halves1 ? run_lanes<1, 1>(group, stream) : run_lanes<1, 2>(group, stream);
