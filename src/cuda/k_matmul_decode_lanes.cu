@@ -356,7 +356,8 @@ __device__ __forceinline__ void lanes_block(const DecodeParams& p, int64_t strip
   const bool subnormal = kSubnormalLoop && range.tiles > 0 && range.full_tiles >= range.tiles &&
                          source.subnormal_run() >= static_cast<uint32_t>(range.tiles);
   // Streamed, such a split of one x segment goes through registers (stream_subnormal_tiles), not the ring.
-  const bool streamed = kPath != kRing && subnormal && range.tiles <= p.segment_tiles;
+  const bool streamed =
+      (kPath == kStreamPlain || kPath == kStreamSwapped) && subnormal && range.tiles <= p.segment_tiles;
   const LaneStream<kHalves> stream(source);
   LaneTile<kHalves> ahead[kStreamAhead];
   if (streamed) {
