@@ -17,14 +17,9 @@
 //                 zero bytes.
 // Columns past n repeat the last column and codes or halves past k are zero, as the ring kernel reads them.
 // A warp whose split lies inside k and within the run of its first record takes a loop with the subnormal
-// form alone: the same fragments with no form dispatch or full-tile test a tile. In lanes_kernel<1, 1, true>
-// (PLUMB_CUDA_LANE_STREAM=1) such a split of one x segment skips the ring: each lane loads its codes and
-// words straight into registers four tiles ahead, which drops the copy, the wait, the shared reads and the
-// slot's wrap from every tile (111 -> 72 PTX instructions a tile besides moves). The layout's kernels are in
-// k_matmul_decode_layout.cu.
+// form alone: the same fragments with no form dispatch or full-tile test a tile; up to 8 rows with the
+// operands swapped (kSwapped, below). The layout's kernels are in k_matmul_decode_layout.cu.
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 
 #include "cuda/dependent_launch.cuh"
 #include "cuda/k_matmul_decode.cuh"
@@ -90,62 +85,6 @@ struct LaneSource {
       copy16(slot + kLaneCodesBytes + lane * 16, from + kLaneCodesBytes, true);
   }
 };
-
-// 16 and 8 bytes of a weight read once a forward, straight into registers (no L1 line kept).
-__device__ __forceinline__ uint4 load_once16(const void* global) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(global));
-  return v;
-}
-
-__device__ __forceinline__ uint2 load_once8(const void* global) {
-  uint2 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "l"(global));
-  return v;
-}
-
-// The warp's records of one split read by each lane into its own registers, with no ring: its 16 bytes of
-// codes and its columns' words (read_lane_tile's registers), for splits whose tiles all take the subnormal
-// form, so the form is not read. Tile t of the split is at t records past the pointers.
-template <int kHalves>
-struct LaneStream {
-  const char* codes;  // the lane's codes in the split's first record
-  const char* words;  // the lane's columns' words in it
-
-  __device__ __forceinline__ explicit LaneStream(const LaneSource<kHalves>& source)
-      : codes(source.record),
-        words(source.record - threadIdx.x % 32 * 16 + kLaneCodesBytes +
-              threadIdx.x % 32 / 4 * kLaneWordBytes<kHalves>) {}
-
-  __device__ __forceinline__ LaneTile<kHalves> load(int t) const {
-    const int64_t at = int64_t{t} * kLaneSlotBytes<kHalves>;
-    LaneTile<kHalves> tile;
-    tile.codes = load_once16(codes + at);
-    if constexpr (kHalves == 1) {
-      const uint2 w = load_once8(words + at);
-      tile.words[0][0] = w.x, tile.words[0][1] = w.y;
-    } else {
-      const uint4 w = load_once16(words + at);
-      tile.words[0][0] = w.x, tile.words[0][1] = w.y, tile.words[1][0] = w.z, tile.words[1][1] = w.w;
-    }
-    tile.form = TileForm::subnormal;
-    return tile;
-  }
-
-  // The same records from `tiles` tiles on.
-  __device__ __forceinline__ LaneStream advanced(int tiles) const {
-    LaneStream next = *this;
-    next.codes += int64_t{tiles} * kLaneSlotBytes<kHalves>;
-    next.words += int64_t{tiles} * kLaneSlotBytes<kHalves>;
-    return next;
-  }
-};
-
-// Tiles a lane holds in registers ahead of the one it multiplies: 4 x 592 bytes a warp, 96 warps' worth
-// (24 KiB) in flight an SM at three blocks of 8 warps.
-constexpr int kStreamAhead = 4;
 
 template <int kHalves>
 __device__ __forceinline__ LaneTile<kHalves> read_lane_tile(const char* slot) {
@@ -259,31 +198,13 @@ __device__ __forceinline__ void multiply_lane_tile(const LaneTile<kHalves>& tile
       });
 }
 
-// How a block's warps reach their records: through the ring, or (subnormal splits of one x segment) straight
-// into registers with x's rows as mma's A (kStreamPlain) or, for up to 8 rows, as its B and the weight's 16
-// columns as A (kStreamSwapped: one m16n8k16 a k16 step instead of two, each sum the same 16 products added
-// to the same accumulator).
-constexpr int kRing = 0, kStreamPlain = 1, kStreamSwapped = 2, kRingSwapped = 3;
-
-// The split's tiles from registers: tile t + kStreamAhead is read while multiply(tile, t) runs on tile t, in
-// ahead[t % kStreamAhead] (loaded for tiles 0 to kStreamAhead - 1 before the call). One x segment holds the
-// whole split, so tile t is at t of it.
-template <int kHalves, class Multiply>
-__device__ __forceinline__ void stream_subnormal_tiles(LaneStream<kHalves> stream,
-                                                       LaneTile<kHalves> (&ahead)[kStreamAhead], int tiles,
-                                                       const Multiply& multiply) {
-  // `stream` at tile `first`, so that each load's offset is a constant.
-  for (int first = 0; first < tiles; first += kStreamAhead, stream = stream.advanced(kStreamAhead)) {
-#pragma unroll
-    for (int i = 0; i < kStreamAhead; ++i) {
-      const int t = first + i;
-      if (t >= tiles) return;
-      const LaneTile<kHalves> tile = ahead[i];
-      if (t + kStreamAhead < tiles) ahead[i] = stream.load(i + kStreamAhead);
-      multiply(tile, t);
-    }
-  }
-}
+// Up to 8 rows, for weights with one scale word a tile (groups of 64 or more), a warp whose split takes the
+// subnormal loop multiplies with the weight's 16 columns as mma's A and x's rows as its B (kSwapped;
+// PLUMB_CUDA_LANE_SWAP=0 turns it off): one m16n8k16 a k16 step instead of two. Each sum is the same 16
+// products added to the same accumulator, and the tensor cores give the same bits either way round: the whole
+// contract, test_cuda and the exactness suite pass with it, and 4-bit 12B decode draws the same tokens
+// (H100). Its 16 layers in the kernel bench: 1.309 -> 1.278 ms at 1 row, 1.716 -> 1.700 ms at 8;
+// `plumb bench` +1.7% at 1 stream and +1.8% at 8.
 
 // The shared address of the lane's ldmatrix row for the swapped steps: x row lane % 8 (rows past p.rows read
 // the last), 8 k on for each of the four 8 x 8 matrices: b0 and b1 of two k16 steps.
@@ -308,6 +229,7 @@ __device__ __forceinline__ void swapped_step(const LaneTile<1>& tile, const Lane
   mma_bf16(sums, a, xs[kStep / 2][2 * (kStep % 2)], xs[kStep / 2][2 * (kStep % 2) + 1]);
 }
 
+// The tile's four k16 steps in the subnormal form with the weight as A: multiply_subnormal_tile's sums.
 __device__ __forceinline__ void multiply_swapped_tile(const LaneTile<1>& tile, uint32_t x_row, int t,
                                                       float (&sums)[4]) {
   const LanePairs<1> pairs(tile);
@@ -338,7 +260,7 @@ __device__ __forceinline__ void unswap_sums(const float (&sums)[4], float (&acc)
 
 // One block: the warps' 16-column slices of column strip `strip`, over the k tiles of split `split`; the
 // ring kernel's loop (decode_block) with each lane copying and reading its own parts of a slot.
-template <int kMTiles, int kHalves, int kPath>
+template <int kMTiles, int kHalves, bool kSwapped>
 __device__ __forceinline__ void lanes_block(const DecodeParams& p, int64_t strip, int split) {
   constexpr int kSlots = kLaneSlots<kMTiles, kHalves>, kSlot = kLaneSlotBytes<kHalves>;
   extern __shared__ __align__(16) char shared[];
@@ -355,26 +277,15 @@ __device__ __forceinline__ void lanes_block(const DecodeParams& p, int64_t strip
   constexpr bool kSubnormalLoop = kMTiles == 1 || kHalves == 1;
   const bool subnormal = kSubnormalLoop && range.tiles > 0 && range.full_tiles >= range.tiles &&
                          source.subnormal_run() >= static_cast<uint32_t>(range.tiles);
-  // Streamed, such a split of one x segment goes through registers (stream_subnormal_tiles), not the ring.
-  const bool streamed =
-      (kPath == kStreamPlain || kPath == kStreamSwapped) && subnormal && range.tiles <= p.segment_tiles;
-  const LaneStream<kHalves> stream(source);
-  LaneTile<kHalves> ahead[kStreamAhead];
-  if (streamed) {
+  // One commit group per tile (empty past the split), so tile t's copy is done once kSlots - 2 are pending.
 #pragma unroll
-    for (int i = 0; i < kStreamAhead; ++i)
-      if (i < range.tiles) ahead[i] = stream.load(i);
-  } else {
-    // One commit group per tile (empty past the split), so tile t's copy is done once kSlots - 2 are pending.
-#pragma unroll
-    for (int i = 0; i < kSlots - 1; ++i) {
-      if (i < range.tiles) source.copy(ring + i * kSlot, static_cast<uint32_t>(i));
-      copy_commit();
-    }
+  for (int i = 0; i < kSlots - 1; ++i) {
+    if (i < range.tiles) source.copy(ring + i * kSlot, static_cast<uint32_t>(i));
+    copy_commit();
   }
   wait_for_previous_kernel();  // the weights above do not depend on earlier launches; x and the sums do
   float acc[kMTiles][kDecodeNTiles][4] = {};
-  float swapped[4] = {};  // kRingSwapped's sums of a subnormal split, in the swapped layout
+  float swapped[4] = {};  // kSwapped's sums of a subnormal split, in the swapped layout
   int slot = 0;           // tile t's slot, t % kSlots
   // Tile t from its slot, refilling the slot read one tile ago (this lane's reads of it are done, as its
   // values were used then) with tile t + kSlots - 1.
@@ -391,26 +302,7 @@ __device__ __forceinline__ void lanes_block(const DecodeParams& p, int64_t strip
   for (int first = 0; first < range.tiles; first += p.segment_tiles) {
     x.stage(p, range, first);
     const int end = min(first + p.segment_tiles, range.tiles);
-    if constexpr (kPath == kStreamPlain) {
-      if (streamed) {
-        stream_subnormal_tiles(stream, ahead, range.tiles, [&](const LaneTile<kHalves>& tile, int t) {
-          multiply_subnormal_tile<1, true>(tile, x.a_rows, t, 4, acc);
-        });
-        continue;
-      }
-    }
-    if constexpr (kPath == kStreamSwapped) {
-      if (streamed) {
-        const uint32_t x_row = swapped_x_row(x, p);
-        float sums[4] = {};
-        stream_subnormal_tiles(stream, ahead, range.tiles, [&](const LaneTile<kHalves>& tile, int t) {
-          multiply_swapped_tile(tile, x_row, t, sums);
-        });
-        unswap_sums(sums, acc);
-        continue;
-      }
-    }
-    if constexpr (kPath == kRingSwapped) {
+    if constexpr (kSwapped) {
       if (subnormal) {
         const uint32_t x_row = swapped_x_row(x, p);
         for (int t = first; t < end; ++t) multiply_swapped_tile(next_tile(t), x_row, t - first, swapped);
@@ -432,7 +324,7 @@ __device__ __forceinline__ void lanes_block(const DecodeParams& p, int64_t strip
     }
   }
   copy_wait<0>();
-  if constexpr (kPath == kRingSwapped)
+  if constexpr (kSwapped)
     if (subnormal) unswap_sums(swapped, acc);
   finish_sums<kMTiles>(p, strip, split, col0, acc);
 }
@@ -441,16 +333,13 @@ __device__ __forceinline__ void lanes_block(const DecodeParams& p, int64_t strip
 // member (run_member_block) made 107 KB of code at 1 row, and the 1-row launches' largest stall was waiting
 // for instructions; one body gave 4-bit 12B decode +1.4% at 1 stream and +2.3% at 8 (H200). At 17 to 32 rows
 // the bodies per member stay: one body measured 3.4% slower at 32 streams.
-// kPath kStreamPlain (up to 16 rows) and kStreamSwapped (up to 8), for one scale word a tile (two spill
-// under the register cap with four tiles ahead): subnormal splits of one x segment read through registers;
-// PLUMB_CUDA_LANE_STREAM=1 and 2, off until a GPU has run them.
-template <int kMTiles, int kHalves, int kPath>
+template <int kMTiles, int kHalves, bool kSwapped>
 __global__ void __launch_bounds__(kDecodeThreads, kLanesBlocksPerSm)
     lanes_kernel(const __grid_constant__ DecodeGroup group) {
-  static_assert(kPath == kRing || (kMTiles == 1 && kHalves == 1),
-                "the streamed loop: one 16-row tile, one word");
+  static_assert(!kSwapped || (kMTiles == 1 && kHalves == 1),
+                "swapped steps: one 16-row tile, one word a tile");
   const auto block = [](const DecodeParams& p, int64_t strip, int split) {
-    lanes_block<kMTiles, kHalves, kPath>(p, strip, split);
+    lanes_block<kMTiles, kHalves, kSwapped>(p, strip, split);
   };
   if constexpr (kMTiles == 1) {
     const auto [i, local] = group_block(group);
@@ -460,9 +349,9 @@ __global__ void __launch_bounds__(kDecodeThreads, kLanesBlocksPerSm)
   }
 }
 
-template <int kMTiles, int kHalves, int kPath = kRing>
+template <int kMTiles, int kHalves, bool kSwapped = false>
 cudaError_t run_lanes(DecodeGroup& group, cudaStream_t stream) {
-  const auto kernel = lanes_kernel<kMTiles, kHalves, kPath>;
+  const auto kernel = lanes_kernel<kMTiles, kHalves, kSwapped>;
   const size_t ring = size_t{kDecodeWarps} * kLaneSlots<kMTiles, kHalves> * kLaneSlotBytes<kHalves>;
   const size_t shared = ring + stage_x_bytes(group, kLaneSegmentBytes<kMTiles>);
   // The most shared memory an SM can have, so that three blocks fit.
@@ -472,30 +361,14 @@ cudaError_t run_lanes(DecodeGroup& group, cudaStream_t stream) {
   return launch_decode_kernel(kernel, group, shared, stream);
 }
 
-// PLUMB_CUDA_LANE_STREAM: 1 streams up to 16 rows (kStreamPlain), 2 also swaps the operands up to 8 rows;
-// unset or anything else, the ring.
-int lane_stream_switch() {
-  static const int value = [] {
-    const char* text = std::getenv("PLUMB_CUDA_LANE_STREAM");
-    if (text == nullptr) return 0;
-    return std::strcmp(text, "1") == 0   ? 1
-           : std::strcmp(text, "2") == 0 ? 2
-           : std::strcmp(text, "3") == 0 ? 3
-                                         : 0;
-  }();
-  return value;
-}
-
 }  // namespace
 
 cudaError_t run_decode_lanes(DecodeGroup& group, cudaStream_t stream) {
-  const bool rows16 = group.member[0].rows <= 16, halves1 = group.member[0].lane_halves == 1;
-  const int streamed = rows16 && halves1 ? lane_stream_switch() : 0;
-  if (streamed == 3 && group.member[0].rows <= 8) return run_lanes<1, 1, kRingSwapped>(group, stream);
-  if (streamed == 3) return run_lanes<1, 1>(group, stream);
-  if (streamed == 2 && group.member[0].rows <= 8) return run_lanes<1, 1, kStreamSwapped>(group, stream);
-  if (streamed != 0) return run_lanes<1, 1, kStreamPlain>(group, stream);
-  if (rows16) return halves1 ? run_lanes<1, 1>(group, stream) : run_lanes<1, 2>(group, stream);
+  static const bool swap_on = env_switch_on("PLUMB_CUDA_LANE_SWAP");
+  const int64_t rows = group.member[0].rows;
+  const bool halves1 = group.member[0].lane_halves == 1;
+  if (rows <= 8 && halves1 && swap_on) return run_lanes<1, 1, true>(group, stream);
+  if (rows <= 16) return halves1 ? run_lanes<1, 1>(group, stream) : run_lanes<1, 2>(group, stream);
   return halves1 ? run_lanes<2, 1>(group, stream) : run_lanes<2, 2>(group, stream);
 }
 
