@@ -10,7 +10,7 @@
 namespace plumb::cuda {
 namespace {
 
-void expect_wgmma_bits(testing::WgmmaForm form) {
+void expect_wgmma_bits(testing::WgmmaForm form, unsigned long long cases = 45) {
   testing::WgmmaComparison result;
   ASSERT_TRUE(testing::compare_wgmma_with_mma_sync(128, form, result))
       << "a CUDA call of the comparison failed";
@@ -22,7 +22,7 @@ void expect_wgmma_bits(testing::WgmmaForm form) {
       "{:#010x}, wgmma {:#010x}",
       result.mismatches, result.outputs, result.kind, result.accumulator, result.from_nothing, result.index,
       result.expected, result.got);
-  EXPECT_EQ(result.outputs, 45ull * 128 * 64 * 128);  // every case ran
+  EXPECT_EQ(result.outputs, cases * 128 * 64 * 128);  // every case ran
 }
 
 TEST(CudaWgmma, StepsGiveTheBitsOfMmaSyncSteps) {
@@ -37,10 +37,17 @@ TEST(CudaWgmma, NMajorStepsGiveTheBitsOfMmaSyncSteps) {
 }
 
 // The weight rows as A and the rows of x as B (outputs transposed): whether a decode tile of few rows could
-// take 64 weight rows a warpgroup with the bits of the mma.sync tiles. Not yet run on a GPU.
+// take 64 weight rows a warpgroup with the bits of the mma.sync tiles.
 TEST(CudaWgmma, SwappedOperandsGiveTheBitsOfMmaSyncSteps) {
   PLUMB_GPU_OR_SKIP();
   expect_wgmma_bits(testing::WgmmaForm::swapped);
+}
+
+// The mma.sync chain with the weight rows as A and x's rows as B against x as A (the decode layout's kernel
+// at up to 8 rows, kSwapped in k_matmul_decode_lanes.cu): 36 cases, as mma.sync never starts from nothing.
+TEST(CudaWgmma, SwappedMmaSyncStepsGiveTheBitsOfMmaSyncSteps) {
+  PLUMB_GPU_OR_SKIP();
+  expect_wgmma_bits(testing::WgmmaForm::mma_sync_swapped, 36);
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 // extreme exponents, exactly cancelling pairs, subnormal products, signed zeros and overflow; accumulators
 // normal, +0, -0 and wide; and the first step of a K split starting from nothing (scale-d 0) against mma.sync
 // adding to +0. The values walk's form, B N-major (rows of k), is compared the same way, and so are the
-// operands swapped: the weight rows as A, x as B, the outputs transposed.
+// operands swapped: the weight rows as A, x as B, the outputs transposed, by wgmma and by mma.sync itself.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -51,6 +51,31 @@ __global__ void mma_sync_kernel(const uint16_t* a_all, const uint16_t* b_all, co
     out[(m0 + r) * kN + n0 + q + 1] = acc[1];
     out[(m0 + r + 8) * kN + n0 + q] = acc[2];
     out[(m0 + r + 8) * kN + n0 + q + 1] = acc[3];
+  }
+}
+
+// The same sums as mma.sync steps with the operands swapped: b's rows (the weight's) as A, 16 a tile, and a's
+// (x's) as B, 8 a tile; element e of lane (r, q / 2) is out[m0 + q + e % 2][n0 + r + 8 (e / 2)].
+__global__ void mma_sync_swapped_kernel(const uint16_t* a_all, const uint16_t* b_all, const float* c_all,
+                                        float* out_all) {
+  const size_t block = blockIdx.x;
+  const uint16_t* a = a_all + block * kM * kK;
+  const uint16_t* b = b_all + block * kN * kK;
+  const float* c = c_all + block * kM * kN;
+  float* out = out_all + block * kM * kN;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, r = lane / 4, q = lane % 4 * 2;
+  for (int tile = warp; tile < (kN / 16) * (kM / 8); tile += blockDim.x / 32) {
+    const int n0 = tile / (kM / 8) * 16, m0 = tile % (kM / 8) * 8;
+    const int at[4] = {(m0 + q) * kN + n0 + r, (m0 + q + 1) * kN + n0 + r, (m0 + q) * kN + n0 + r + 8,
+                       (m0 + q + 1) * kN + n0 + r + 8};
+    float acc[4] = {c[at[0]], c[at[1]], c[at[2]], c[at[3]]};
+    for (int k0 = 0; k0 < kK; k0 += 16) {
+      const uint32_t fragment[4] = {
+          pair_at(b + (n0 + r) * kK, k0 + q), pair_at(b + (n0 + r + 8) * kK, k0 + q),
+          pair_at(b + (n0 + r) * kK, k0 + q + 8), pair_at(b + (n0 + r + 8) * kK, k0 + q + 8)};
+      mma_bf16(acc, fragment, pair_at(a + (m0 + r) * kK, k0 + q), pair_at(a + (m0 + r) * kK, k0 + q + 8));
+    }
+    for (int e = 0; e < 4; ++e) out[at[e]] = acc[e];
   }
 }
 
@@ -211,6 +236,7 @@ struct DeviceBuffer {
 }  // namespace
 
 bool compare_wgmma_with_mma_sync(int blocks, WgmmaForm form, WgmmaComparison& result) {
+  static constexpr int kOne = 1;  // the swapped mma.sync chain runs on every GPU the build has code for
   const size_t a_count = size_t{kM} * kK * blocks, b_count = size_t{kN} * kK * blocks;
   const size_t c_count = size_t{kM} * kN * blocks;
   std::vector<uint16_t> a(a_count), b(b_count);
@@ -229,6 +255,7 @@ bool compare_wgmma_with_mma_sync(int blocks, WgmmaForm form, WgmmaComparison& re
     for (int kind = 0; kind < kInputKinds; ++kind)
       for (int acc_kind = 0; acc_kind < kAccumulatorKinds; ++acc_kind) {
         if (from_nothing && acc_kind != 1) continue;  // starting from nothing is compared with adding to +0
+        if (from_nothing && form == WgmmaForm::mma_sync_swapped) continue;  // mma.sync always adds
         for (uint16_t& value : a) value = input(rng, kind);
         for (uint16_t& value : b) value = input(rng, kind >= 6 ? 3 : kind);
         if (kind == 3) {  // each pair of k steps cancels exactly: a, -a times b, b
@@ -241,8 +268,15 @@ bool compare_wgmma_with_mma_sync(int blocks, WgmmaForm form, WgmmaComparison& re
             cudaMemcpy(device_c.data, c.data(), c_count * 4, cudaMemcpyHostToDevice) != cudaSuccess)
           return false;
         mma_sync_kernel<<<blocks, 128>>>(device_a.data, device_b.data, device_c.data, device_expected.data);
-        wgmma_kernel<<<blocks, 128, shared>>>(device_a.data, device_b.data, device_c.data, device_got.data,
-                                              from_nothing != 0, form, compiled.data);
+        if (form == WgmmaForm::mma_sync_swapped) {
+          mma_sync_swapped_kernel<<<blocks, 128>>>(device_a.data, device_b.data, device_c.data,
+                                                   device_got.data);
+          if (cudaMemcpy(compiled.data, &kOne, sizeof(int), cudaMemcpyHostToDevice) != cudaSuccess)
+            return false;
+        } else {
+          wgmma_kernel<<<blocks, 128, shared>>>(device_a.data, device_b.data, device_c.data, device_got.data,
+                                                from_nothing != 0, form, compiled.data);
+        }
         if (cudaDeviceSynchronize() != cudaSuccess) return false;
         int has_wgmma = 0;
         if (cudaMemcpy(&has_wgmma, compiled.data, sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess)

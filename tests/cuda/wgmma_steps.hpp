@@ -16,8 +16,10 @@ struct WgmmaComparison {
 
 // How the wgmma chain takes the operands: x as A and the weight rows as B K-major (the matmul tile, the score
 // walk) or N-major (the values walk), or swapped, the weight rows as A and x as B (a decode tile of few rows
-// would take 64 weight rows a warpgroup and the rows of x as N).
-enum class WgmmaForm { k_major, n_major, swapped };
+// would take 64 weight rows a warpgroup and the rows of x as N). mma_sync_swapped compares no wgmma: the
+// mma.sync chain itself with the weight rows as A and x's rows as B (the decode layout's kernel at up to 8
+// rows, k_matmul_decode_lanes.cu).
+enum class WgmmaForm { k_major, n_major, swapped, mma_sync_swapped };
 
 // Runs every case over `blocks` blocks of 64 x 128 outputs, K = 256, on device 0, in `form`; false where a
 // CUDA call failed.
