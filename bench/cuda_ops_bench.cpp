@@ -434,9 +434,52 @@ void bench_matmul_groups(CudaBackend& backend, int bits, double bandwidth) {
   }
 }
 
+// One 12B weight shape at a time in 4-bit g64 on the decode layout, 16 weights of it launched in turn inside
+// a graph at 1 and 8 rows: us a launch and the share of the copy bound, and the line through the five shapes
+// (a least-squares fit of us against bytes): what a launch costs whatever its bytes, and the rate of the
+// rest.
+void bench_matmul_shapes(CudaBackend& decode, double bandwidth) {
+  const int64_t shapes[5][2] = {
+      {4096, kHidden}, {2048, kHidden}, {kHidden, 4096}, {kFfn, kHidden}, {kHidden, kFfn}};
+  const int64_t row_counts[2] = {1, 8};
+  constexpr int kWeights = 16;
+  struct Fit {
+    double n = 0, x = 0, y = 0, xx = 0, xy = 0;  // sums over the shapes of MB (x) and us a launch (y)
+  } fits[2];
+  for (const auto& shape : shapes) {
+    std::vector<BenchWeight> weights;
+    for (int i = 0; i < kWeights; ++i)
+      weights.push_back(make_weight(decode, shape[0], shape[1], 4, 900 + 3 * i));
+    const double megabytes = weights[0].bytes * 1e-6;
+    for (int r = 0; r < 2; ++r) {
+      DeviceTensor x = tensor(decode, DType::bf16, {row_counts[r], shape[1]}, 7);
+      DeviceTensor out = tensor(decode, DType::bf16, {row_counts[r], shape[0]}, 8);
+      const double us = 1e3 / kWeights * graph_ms(decode, [&] {
+                          for (BenchWeight& w : weights)
+                            require(ops::matmul(decode, x.view, w.weight, out.view));
+                        });
+      fmt::print(
+          "matmul-shape 4-bit g64 {:>5} x {:<5} rows {}: {:7.2f} us a launch in a graph of {}, {:6.2f} MB, "
+          "{:5.1f}% of copy\n",
+          shape[0], shape[1], row_counts[r], us, kWeights, megabytes,
+          100.0 * megabytes * 1e12 / us / bandwidth);
+      Fit& f = fits[r];
+      f.n += 1, f.x += megabytes, f.y += us, f.xx += megabytes * megabytes, f.xy += megabytes * us;
+    }
+  }
+  for (int r = 0; r < 2; ++r) {
+    const Fit& f = fits[r];
+    const double us_per_mb = (f.n * f.xy - f.x * f.y) / (f.n * f.xx - f.x * f.x);
+    const double fixed = (f.y - us_per_mb * f.x) / f.n, rate = 1e12 / us_per_mb;  // bytes a second
+    fmt::print("matmul-shape fit, rows {}: {:.2f} us a launch + bytes at {:.1f} GB/s ({:.1f}% of copy)\n",
+               row_counts[r], fixed, rate * 1e-9, 100.0 * rate / bandwidth);
+  }
+}
+
 // Sections to run: all without arguments, else those named (matmul-bf16, matmul-4bit, matmul-group,
 // attention, sample, norm, chain); matmul-prompt or attention-prompt alone runs only the prompt rows of the
-// bf16 matmuls or attention, attention-decode alone the decode rows of 1 and 32 streams.
+// bf16 matmuls or attention, attention-decode alone the decode rows of 1 and 32 streams, matmul-shapes alone
+// the 4-bit shapes one at a time.
 int run(const std::vector<std::string>& sections) {
   const auto wanted = [&](std::string_view name) {
     return sections.empty() || std::find(sections.begin(), sections.end(), name) != sections.end();
@@ -482,6 +525,7 @@ int run(const std::vector<std::string>& sections) {
         bench_attention_streams(backend, 16, 1, 512, 0, context, streams);
       }
   }
+  if (sections.size() == 1 && sections[0] == "matmul-shapes") bench_matmul_shapes(**decode, bandwidth);
   if (wanted("sample")) bench_sample(backend);
   if (wanted("norm")) bench_norm(backend);
   if (wanted("chain")) bench_chains(backend);
