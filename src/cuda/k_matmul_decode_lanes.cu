@@ -148,6 +148,18 @@ struct LanePairs {
   }
 };
 
+// b0 and b1 of column tile j at k16 step kStep in the subnormal form, each bf16(scale * q + bias) rounded
+// once.
+template <int kHalves, int kStep>
+__device__ __forceinline__ void subnormal_fragments(const LaneTile<kHalves>& tile,
+                                                    const LanePairs<kHalves>& pairs, int j, uint32_t& b0,
+                                                    uint32_t& b1) {
+  constexpr int kH = kLaneHalf<kHalves, kStep>;
+  const uint32_t w = step_codes<kStep>(tile.codes, j);
+  b0 = fma_bf16x2(pairs.scale[j][kH] + kLaneScaleB0, w & 0x000f000fu, pairs.bias[j][kH]);
+  b1 = fma_bf16x2(pairs.scale[j][kH] + kLaneScaleB1, w & 0x00f000f0u, pairs.bias[j][kH]);
+}
+
 // The tile's four k16 steps in the subnormal form.
 template <int kMTiles, bool kFull, int kHalves>
 __device__ __forceinline__ void multiply_subnormal_tile(const LaneTile<kHalves>& tile,
@@ -156,10 +168,7 @@ __device__ __forceinline__ void multiply_subnormal_tile(const LaneTile<kHalves>&
   const LanePairs<kHalves> pairs(tile);
   multiply_steps<kMTiles, kFull>(
       a_rows, local, steps, acc, [&](auto step, int j, uint32_t& b0, uint32_t& b1) {
-        constexpr int kStep = decltype(step)::value, kH = kLaneHalf<kHalves, kStep>;
-        const uint32_t w = step_codes<kStep>(tile.codes, j);
-        b0 = fma_bf16x2(pairs.scale[j][kH] + kLaneScaleB0, w & 0x000f000fu, pairs.bias[j][kH]);
-        b1 = fma_bf16x2(pairs.scale[j][kH] + kLaneScaleB1, w & 0x00f000f0u, pairs.bias[j][kH]);
+        subnormal_fragments<kHalves, decltype(step)::value>(tile, pairs, j, b0, b1);
       });
 }
 
@@ -221,11 +230,7 @@ __device__ __forceinline__ void swapped_step(const LaneTile<1>& tile, const Lane
                                              const uint32_t (&xs)[2][4], float (&sums)[4]) {
   uint32_t a[4];
 #pragma unroll
-  for (int j = 0; j < kDecodeNTiles; ++j) {
-    const uint32_t w = step_codes<kStep>(tile.codes, j);
-    a[j] = fma_bf16x2(pairs.scale[j][0] + kLaneScaleB0, w & 0x000f000fu, pairs.bias[j][0]);
-    a[2 + j] = fma_bf16x2(pairs.scale[j][0] + kLaneScaleB1, w & 0x00f000f0u, pairs.bias[j][0]);
-  }
+  for (int j = 0; j < kDecodeNTiles; ++j) subnormal_fragments<1, kStep>(tile, pairs, j, a[j], a[2 + j]);
   mma_bf16(sums, a, xs[kStep / 2][2 * (kStep % 2)], xs[kStep / 2][2 * (kStep % 2) + 1]);
 }
 
