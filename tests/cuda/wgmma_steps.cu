@@ -28,54 +28,34 @@ __device__ uint32_t pair_at(const uint16_t* row, int k) {
   return row[k] | static_cast<uint32_t>(row[k + 1]) << 16;
 }
 
-// out = c + a[64, K] * b[128, K]^T as mma.sync m16n8k16 steps in order of k, one 16 x 8 tile at a time.
+// out = c + a[64, K] * b[128, K]^T as mma.sync m16n8k16 steps in order of k, one 16 x 8 tile at a time: a's
+// rows as A and b's as B, or with `swapped` b's rows (the weight's) as A and a's (x's) as B, each tile's
+// element (i, j) then out[j][i].
 __global__ void mma_sync_kernel(const uint16_t* a_all, const uint16_t* b_all, const float* c_all,
-                                float* out_all) {
+                                float* out_all, bool swapped) {
   const size_t block = blockIdx.x;
   const uint16_t* a = a_all + block * kM * kK;
   const uint16_t* b = b_all + block * kN * kK;
   const float* c = c_all + block * kM * kN;
   float* out = out_all + block * kM * kN;
+  const uint16_t* rows_a = swapped ? b : a;  // the operands' rows, [.][K]
+  const uint16_t* rows_b = swapped ? a : b;
+  const int tiles_b = (swapped ? kM : kN) / 8;
+  const auto at = [&](int i, int j) { return swapped ? j * kN + i : i * kN + j; };
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, r = lane / 4, q = lane % 4 * 2;
   for (int tile = warp; tile < (kM / 16) * (kN / 8); tile += blockDim.x / 32) {
-    const int m0 = tile / (kN / 8) * 16, n0 = tile % (kN / 8) * 8;
-    float acc[4] = {c[(m0 + r) * kN + n0 + q], c[(m0 + r) * kN + n0 + q + 1], c[(m0 + r + 8) * kN + n0 + q],
-                    c[(m0 + r + 8) * kN + n0 + q + 1]};
+    const int m0 = tile / tiles_b * 16, n0 = tile % tiles_b * 8;
+    const int outputs[4] = {at(m0 + r, n0 + q), at(m0 + r, n0 + q + 1), at(m0 + r + 8, n0 + q),
+                            at(m0 + r + 8, n0 + q + 1)};
+    float acc[4] = {c[outputs[0]], c[outputs[1]], c[outputs[2]], c[outputs[3]]};
     for (int k0 = 0; k0 < kK; k0 += 16) {
       const uint32_t fragment[4] = {
-          pair_at(a + (m0 + r) * kK, k0 + q), pair_at(a + (m0 + r + 8) * kK, k0 + q),
-          pair_at(a + (m0 + r) * kK, k0 + q + 8), pair_at(a + (m0 + r + 8) * kK, k0 + q + 8)};
-      mma_bf16(acc, fragment, pair_at(b + (n0 + r) * kK, k0 + q), pair_at(b + (n0 + r) * kK, k0 + q + 8));
+          pair_at(rows_a + (m0 + r) * kK, k0 + q), pair_at(rows_a + (m0 + r + 8) * kK, k0 + q),
+          pair_at(rows_a + (m0 + r) * kK, k0 + q + 8), pair_at(rows_a + (m0 + r + 8) * kK, k0 + q + 8)};
+      mma_bf16(acc, fragment, pair_at(rows_b + (n0 + r) * kK, k0 + q),
+               pair_at(rows_b + (n0 + r) * kK, k0 + q + 8));
     }
-    out[(m0 + r) * kN + n0 + q] = acc[0];
-    out[(m0 + r) * kN + n0 + q + 1] = acc[1];
-    out[(m0 + r + 8) * kN + n0 + q] = acc[2];
-    out[(m0 + r + 8) * kN + n0 + q + 1] = acc[3];
-  }
-}
-
-// The same sums as mma.sync steps with the operands swapped: b's rows (the weight's) as A, 16 a tile, and a's
-// (x's) as B, 8 a tile; element e of lane (r, q / 2) is out[m0 + q + e % 2][n0 + r + 8 (e / 2)].
-__global__ void mma_sync_swapped_kernel(const uint16_t* a_all, const uint16_t* b_all, const float* c_all,
-                                        float* out_all) {
-  const size_t block = blockIdx.x;
-  const uint16_t* a = a_all + block * kM * kK;
-  const uint16_t* b = b_all + block * kN * kK;
-  const float* c = c_all + block * kM * kN;
-  float* out = out_all + block * kM * kN;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, r = lane / 4, q = lane % 4 * 2;
-  for (int tile = warp; tile < (kN / 16) * (kM / 8); tile += blockDim.x / 32) {
-    const int n0 = tile / (kM / 8) * 16, m0 = tile % (kM / 8) * 8;
-    const int at[4] = {(m0 + q) * kN + n0 + r, (m0 + q + 1) * kN + n0 + r, (m0 + q) * kN + n0 + r + 8,
-                       (m0 + q + 1) * kN + n0 + r + 8};
-    float acc[4] = {c[at[0]], c[at[1]], c[at[2]], c[at[3]]};
-    for (int k0 = 0; k0 < kK; k0 += 16) {
-      const uint32_t fragment[4] = {
-          pair_at(b + (n0 + r) * kK, k0 + q), pair_at(b + (n0 + r + 8) * kK, k0 + q),
-          pair_at(b + (n0 + r) * kK, k0 + q + 8), pair_at(b + (n0 + r + 8) * kK, k0 + q + 8)};
-      mma_bf16(acc, fragment, pair_at(a + (m0 + r) * kK, k0 + q), pair_at(a + (m0 + r) * kK, k0 + q + 8));
-    }
-    for (int e = 0; e < 4; ++e) out[at[e]] = acc[e];
+    for (int e = 0; e < 4; ++e) out[outputs[e]] = acc[e];
   }
 }
 
@@ -267,10 +247,11 @@ bool compare_wgmma_with_mma_sync(int blocks, WgmmaForm form, WgmmaComparison& re
             cudaMemcpy(device_b.data, b.data(), b_count * 2, cudaMemcpyHostToDevice) != cudaSuccess ||
             cudaMemcpy(device_c.data, c.data(), c_count * 4, cudaMemcpyHostToDevice) != cudaSuccess)
           return false;
-        mma_sync_kernel<<<blocks, 128>>>(device_a.data, device_b.data, device_c.data, device_expected.data);
+        mma_sync_kernel<<<blocks, 128>>>(device_a.data, device_b.data, device_c.data, device_expected.data,
+                                         false);
         if (form == WgmmaForm::mma_sync_swapped) {
-          mma_sync_swapped_kernel<<<blocks, 128>>>(device_a.data, device_b.data, device_c.data,
-                                                   device_got.data);
+          mma_sync_kernel<<<blocks, 128>>>(device_a.data, device_b.data, device_c.data, device_got.data,
+                                           true);
           if (cudaMemcpy(compiled.data, &kOne, sizeof(int), cudaMemcpyHostToDevice) != cudaSuccess)
             return false;
         } else {
