@@ -11,8 +11,6 @@
 // streams them faster at these row counts (65% against 45% of the copy bound at 1 row, measured on the H200).
 // 4-bit weights with a decode layout (made at load) take k_matmul_decode_lanes.cu instead: the same sums.
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <span>
 #include <type_traits>
 
@@ -214,11 +212,6 @@ DecodeParams decode_params(const MatmulArgs& launch, void* scratch, unsigned* co
   p.tiles_per_split = plan.tiles_per_split;
   p.splits = plan.splits;
   p.x_vector = aligned(launch.x, 16) && launch.x_stride % 8 == 0 && p.k % 8 == 0;
-  static const bool one_fence = [] {
-    const char* value = std::getenv("PLUMB_CUDA_REDUCE_ONE_FENCE");
-    return value != nullptr && std::strcmp(value, "1") == 0;
-  }();
-  p.one_fence = one_fence;
   return p;
 }
 

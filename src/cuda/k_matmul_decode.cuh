@@ -232,18 +232,10 @@ static __device__ __noinline__ void reduce_geglu(const DecodeParams& p, int64_t 
 template <int kRounds>
 __device__ __forceinline__ void reduce_if_last(const DecodeParams& p, int64_t strip) {
   __shared__ bool last;
+  __threadfence();
+  __syncthreads();
   const unsigned arrivals = p.splits * (p.geglu.out != nullptr ? 2u : 1u);
-  if (p.one_fence) {
-    __syncthreads();  // the block's partials are written; thread 0's fence orders them before its arrival
-    if (threadIdx.x == 0) {
-      __threadfence();
-      last = atomicAdd(p.counters + strip, 1u) == arrivals - 1u;
-    }
-  } else {
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) last = atomicAdd(p.counters + strip, 1u) == arrivals - 1u;
-  }
+  if (threadIdx.x == 0) last = atomicAdd(p.counters + strip, 1u) == arrivals - 1u;
   __syncthreads();
   if (!last) return;
   __threadfence();

@@ -44,7 +44,6 @@ struct DecodeParams {
   int64_t out_stride;
   float* partial;      // fp32 [splits, rows, n] when splits > 1
   unsigned* counters;  // one per block column, zero between launches
-  bool one_fence;      // the strip's arrival fenced by thread 0 alone (PLUMB_CUDA_REDUCE_ONE_FENCE=1)
   int64_t k_tiles;
   int64_t full_tiles;  // k tiles wholly inside k: k / 64
   int64_t tiles_per_split;
