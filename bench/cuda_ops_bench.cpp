@@ -17,43 +17,19 @@
 
 #include "cuda/check.hpp"
 #include "cuda/cuda_backend.hpp"
+#include "cuda_bench_common.hpp"
+#include "cuda_boundaries.hpp"
 #include "ops/affine.hpp"
 #include "ops/ops.hpp"
 #include "ops/sampling.hpp"
 
 namespace plumb::bench {
 
-cudaError_t fill_u32(void* words, size_t count, uint32_t seed, cudaStream_t stream);
-cudaError_t fill_bf16(void* values, size_t count, uint32_t seed, float low, float high, cudaStream_t stream);
-
 namespace {
 
 using cuda::CudaBackend;
 using ops::DeviceTensor;
 using ops::Weight;
-
-void require(const Status& status) {
-  if (!status.ok()) {
-    std::fprintf(stderr, "bench: %s\n", status.error().message.c_str());
-    std::exit(1);
-  }
-}
-
-DeviceTensor tensor(CudaBackend& backend, DType dtype, Shape shape, uint32_t seed, float low = -1,
-                    float high = 1) {
-  auto made = backend.allocate(dtype, std::move(shape));
-  if (!made) require(made.error());
-  const size_t elements = static_cast<size_t>(made->view.elements());
-  if (dtype == DType::bf16) {
-    require(cuda::cuda_status("bench", "fill_bf16",
-                              fill_bf16(made->view.data, elements, seed, low, high, backend.stream())));
-  } else {
-    require(cuda::cuda_status(
-        "bench", "fill_u32",
-        fill_u32(made->view.data, elements * dtype_size(dtype) / 4, seed, backend.stream())));
-  }
-  return *made;
-}
 
 struct BenchWeight {
   Weight weight;
@@ -86,56 +62,6 @@ BenchWeight make_weight(CudaBackend& backend, int64_t out, int64_t in, int bits,
   for (const DeviceTensor& t : w.storage) w.bytes += static_cast<double>(t.view.bytes());
   prepare(backend, w);
   return w;
-}
-
-double median_ms(CudaBackend& backend, const std::function<void()>& run, int repeats = 9) {
-  for (int i = 0; i < 2; ++i) run();
-  require(backend.synchronize());
-  std::vector<float> times;
-  auto start = cuda::Event::create(), stop = cuda::Event::create();
-  if (!start || !stop) require(start ? stop.error() : start.error());
-  for (int i = 0; i < repeats; ++i) {
-    require(start->record(backend.stream()));
-    run();
-    require(stop->record(backend.stream()));
-    require(stop->synchronize());
-    require(backend.synchronize());
-    auto ms = cuda::Event::elapsed_ms(*start, *stop);
-    if (!ms) require(ms.error());
-    times.push_back(*ms);
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
-
-// The same work captured once as a CUDA graph and replayed: what decode costs without per-launch gaps.
-double graph_ms(CudaBackend& backend, const std::function<void()>& run, int repeats = 9) {
-  run();  // grows any scratch before capture
-  require(backend.synchronize());
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  require(cuda::cuda_status("bench", "cudaStreamBeginCapture",
-                            cudaStreamBeginCapture(backend.stream(), cudaStreamCaptureModeRelaxed)));
-  run();
-  require(cuda::cuda_status("bench", "cudaStreamEndCapture", cudaStreamEndCapture(backend.stream(), &graph)));
-  require(cuda::cuda_status("bench", "cudaGraphInstantiate", cudaGraphInstantiate(&exec, graph, 0)));
-  const double ms = median_ms(
-      backend,
-      [&] {
-        require(cuda::cuda_status("bench", "cudaGraphLaunch", cudaGraphLaunch(exec, backend.stream())));
-      },
-      repeats);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  return ms;
-}
-
-double copy_bandwidth(CudaBackend& backend) {
-  const int64_t elements = int64_t{1} << 30;  // 2 GiB of bf16 each way
-  DeviceTensor from = tensor(backend, DType::bf16, {elements}, 1),
-               to = tensor(backend, DType::bf16, {elements}, 2);
-  const double ms = median_ms(backend, [&] { require(backend.copy(from.view, to.view)); });
-  return 2.0 * static_cast<double>(from.view.bytes()) / (ms * 1e-3);
 }
 
 struct Layer {
@@ -443,9 +369,7 @@ void bench_matmul_shapes(CudaBackend& decode, double bandwidth) {
       {4096, kHidden}, {2048, kHidden}, {kHidden, 4096}, {kFfn, kHidden}, {kHidden, kFfn}};
   const int64_t row_counts[2] = {1, 8};
   constexpr int kWeights = 16;
-  struct Fit {
-    double n = 0, x = 0, y = 0, xx = 0, xy = 0;  // sums over the shapes of MB (x) and us a launch (y)
-  } fits[2];
+  LineFit fits[2];  // us a launch against MB, over the shapes
   for (const auto& shape : shapes) {
     std::vector<BenchWeight> weights;
     for (int i = 0; i < kWeights; ++i)
@@ -463,23 +387,20 @@ void bench_matmul_shapes(CudaBackend& decode, double bandwidth) {
           "{:5.1f}% of copy\n",
           shape[0], shape[1], row_counts[r], us, kWeights, megabytes,
           100.0 * megabytes * 1e12 / us / bandwidth);
-      Fit& f = fits[r];
-      f.n += 1, f.x += megabytes, f.y += us, f.xx += megabytes * megabytes, f.xy += megabytes * us;
+      fits[r].add(megabytes, us);
     }
   }
   for (int r = 0; r < 2; ++r) {
-    const Fit& f = fits[r];
-    const double us_per_mb = (f.n * f.xy - f.x * f.y) / (f.n * f.xx - f.x * f.x);
-    const double fixed = (f.y - us_per_mb * f.x) / f.n, rate = 1e12 / us_per_mb;  // bytes a second
+    const double rate = fits[r].bytes_per_second();
     fmt::print("matmul-shape fit, rows {}: {:.2f} us a launch + bytes at {:.1f} GB/s ({:.1f}% of copy)\n",
-               row_counts[r], fixed, rate * 1e-9, 100.0 * rate / bandwidth);
+               row_counts[r], fits[r].fixed_us(), rate * 1e-9, 100.0 * rate / bandwidth);
   }
 }
 
 // Sections to run: all without arguments, else those named (matmul-bf16, matmul-4bit, matmul-group,
 // attention, sample, norm, chain); matmul-prompt or attention-prompt alone runs only the prompt rows of the
 // bf16 matmuls or attention, attention-decode alone the decode rows of 1 and 32 streams, matmul-shapes alone
-// the 4-bit shapes one at a time.
+// the 4-bit shapes one at a time, boundaries alone the op boundaries as launches and in a persistent kernel.
 int run(const std::vector<std::string>& sections) {
   const auto wanted = [&](std::string_view name) {
     return sections.empty() || std::find(sections.begin(), sections.end(), name) != sections.end();
@@ -526,6 +447,7 @@ int run(const std::vector<std::string>& sections) {
       }
   }
   if (sections.size() == 1 && sections[0] == "matmul-shapes") bench_matmul_shapes(**decode, bandwidth);
+  if (sections.size() == 1 && sections[0] == "boundaries") bench_boundaries(backend, bandwidth);
   if (wanted("sample")) bench_sample(backend);
   if (wanted("norm")) bench_norm(backend);
   if (wanted("chain")) bench_chains(backend);

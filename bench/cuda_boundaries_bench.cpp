@@ -1,0 +1,272 @@
+// plumb_cuda_bench boundaries: chains of dependent ops run both ways of cuda_boundaries.hpp, so the two
+// costs of an op boundary can be told apart before an engine is built on either. Chains of 48 gemv ops of
+// one size (five sizes; a line through them gives a fixed cost an op and the rate of the bytes), then 48
+// layers shaped like a 12B decode step's eight launches: q/k/v, two one-block ops (standing for head_norms
+// and attention), o, one (residual_norm), gate/up, down, one (residual_norm), with bf16 weights of the 4-bit
+// g64 layer's bytes and of the bf16 layer's. Each chain first runs once each way from the same activations,
+// and the outputs must be equal bit for bit.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <ranges>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cuda/check.hpp"
+#include "cuda_bench_common.hpp"
+#include "cuda_boundaries.hpp"
+
+namespace plumb::bench {
+
+namespace {
+
+using cuda::CudaBackend;
+using ops::DeviceTensor;
+
+constexpr int kChainOps = 48;
+constexpr int64_t kHidden = 3840;
+constexpr int64_t kPoolRows = 8192;  // the weight pool holds kChainOps gemv ops of 8192 x 3840
+constexpr int64_t kMaxVector = 30720;
+
+void check(cudaError_t code, const char* call) {
+  require(cuda::cuda_status("bench.boundaries", call, code));
+}
+
+// What the chains share: a pool of random weights, the two activation vectors, the ops' table and arrival
+// counters for the persistent kernel, and its timeout flag.
+struct Chains {
+  CudaBackend& backend;
+  int grid;
+  DeviceTensor pool, activations[2], table, arrivals, failed;
+  unsigned epoch = 0;  // persistent runs since the counters were zeroed
+
+  uint16_t* activation(int i) const { return activations[i].view.as<uint16_t>(); }
+  int64_t pool_elements() const { return pool.view.elements(); }
+};
+
+Chains make_chains(CudaBackend& backend, int grid, int max_ops) {
+  const int64_t table_words = max_ops * static_cast<int64_t>(sizeof(ChainOp) / 4);
+  static_assert(sizeof(ChainOp) % 4 == 0);
+  auto words = [&](int64_t count) {
+    auto made = backend.allocate(DType::u32, {count});
+    if (!made) require(made.error());
+    return *made;
+  };
+  return Chains{
+      backend,
+      grid,
+      tensor(backend, DType::bf16, {kChainOps * kPoolRows * kHidden}, 61, -0.03f, 0.03f),
+      {tensor(backend, DType::bf16, {kMaxVector}, 62), tensor(backend, DType::bf16, {kMaxVector}, 63)},
+      words(table_words),
+      words(max_ops),
+      words(1)};
+}
+
+// Ops taking their weights from the pool one after another, from its start again where one would pass its
+// end (a reuse gigabytes apart, which L2 does not hold).
+class ChainBuilder {
+ public:
+  explicit ChainBuilder(const Chains& chains) : chains_(chains) {}
+
+  void gemv(int64_t n, int64_t k) {
+    if (next_ + n * k > chains_.pool_elements()) next_ = 0;
+    ops_.push_back({chains_.pool.view.as<uint16_t>() + next_, kGemvOp, static_cast<int32_t>(n),
+                    static_cast<int32_t>(k)});
+    next_ += n * k;
+    bytes_ += 2.0 * static_cast<double>(n * k);
+  }
+  void norm(int64_t n) { ops_.push_back({nullptr, kNormOp, static_cast<int32_t>(n), 0}); }
+
+  const std::vector<ChainOp>& ops() const { return ops_; }
+  double bytes() const { return bytes_; }
+
+ private:
+  const Chains& chains_;
+  std::vector<ChainOp> ops_;
+  int64_t next_ = 0;
+  double bytes_ = 0;
+};
+
+std::vector<uint16_t> download_activations(Chains& chains) {
+  std::vector<uint16_t> host(2 * kMaxVector);
+  for (int i = 0; i < 2; ++i)
+    require(chains.backend.download(
+        chains.activations[i].view,
+        TensorView::contiguous(host.data() + i * kMaxVector, DType::bf16, {kMaxVector})));
+  return host;
+}
+
+void reset_activations(Chains& chains) {
+  for (int i = 0; i < 2; ++i)
+    check(fill_bf16(chains.activation(i), kMaxVector, 62 + i, -1.0f, 1.0f, chains.backend.stream()),
+          "fill_bf16");
+}
+
+// The first activation one bf16 step away from what reset_activations wrote (its lowest bit flipped).
+void plant_step(Chains& chains) {
+  uint16_t value = 0;
+  TensorView first = chains.activations[0].view;
+  first.shape = {1};
+  first.strides = {1};
+  require(chains.backend.download(first, TensorView::contiguous(&value, DType::bf16, {1})));
+  value ^= 1u;
+  require(chains.backend.upload(TensorView::contiguous(&value, DType::bf16, {1}), first));
+}
+
+bool persistent_failed(Chains& chains) {
+  uint32_t failed = 0;
+  require(chains.backend.download(chains.failed.view, TensorView::contiguous(&failed, DType::u32, {1})));
+  return failed != 0;
+}
+
+// Loads the chain's table for the persistent kernel and zeroes its counters and timeout flag.
+void load_chain(Chains& chains, const std::vector<ChainOp>& ops) {
+  CudaBackend& backend = chains.backend;
+  const auto words = static_cast<int64_t>(ops.size() * sizeof(ChainOp) / 4);
+  require(backend.upload(TensorView::contiguous(const_cast<ChainOp*>(ops.data()), DType::u32, {words}),
+                         chains.table.view));
+  check(cudaMemsetAsync(chains.arrivals.view.data, 0, chains.arrivals.view.bytes(), backend.stream()),
+        "cudaMemsetAsync");
+  check(cudaMemsetAsync(chains.failed.view.data, 0, 4, backend.stream()), "cudaMemsetAsync");
+  chains.epoch = 0;
+}
+
+void run_launches(Chains& chains, const std::vector<ChainOp>& ops) {
+  uint16_t* const activations[2] = {chains.activation(0), chains.activation(1)};
+  check(launch_chain_ops(ops.data(), static_cast<int>(ops.size()), activations, chains.grid,
+                         chains.backend.stream()),
+        "launch_chain_ops");
+}
+
+void run_persistent(Chains& chains, const std::vector<ChainOp>& ops) {
+  uint16_t* const activations[2] = {chains.activation(0), chains.activation(1)};
+  check(launch_chain_persistent(chains.table.view.as<const ChainOp>(), static_cast<int>(ops.size()),
+                                activations, chains.arrivals.view.as<unsigned>(), ++chains.epoch,
+                                chains.failed.view.as<unsigned>(), chains.grid, chains.backend.stream()),
+        "cudaLaunchCooperativeKernel");
+}
+
+// Runs the loaded chain once each way from the same activations (with `plant`, the persistent run's first
+// input value one bf16 step away) and returns how many output values differ, printing the first; -1 where
+// a persistent block timed out.
+int64_t compare_ways(Chains& chains, const std::vector<ChainOp>& ops, const std::string& label, bool plant) {
+  reset_activations(chains);
+  run_launches(chains, ops);
+  const std::vector<uint16_t> expected = download_activations(chains);
+  reset_activations(chains);
+  if (plant) plant_step(chains);
+  run_persistent(chains, ops);
+  const std::vector<uint16_t> got = download_activations(chains);
+  if (persistent_failed(chains)) {
+    fmt::print(
+        "boundaries {}: FAILED: a persistent block waited over a second for an op; expected a grid of {} "
+        "resident blocks\n",
+        label, chains.grid);
+    return -1;
+  }
+  const auto differ = std::ranges::mismatch(expected, got);
+  if (differ.in1 == expected.end()) return 0;
+  const auto at = differ.in1 - expected.begin();
+  const auto count = std::ranges::count_if(std::views::iota(size_t{0}, expected.size()),
+                                           [&](size_t i) { return expected[i] != got[i]; });
+  fmt::print(
+      "boundaries {}{}: activations[{}][{}] launches 0x{:04x}, persistent 0x{:04x}; expected equal bits ({} "
+      "of {} values differ)\n",
+      label, plant ? " (control, an input changed)" : ": FAILED", at / kMaxVector, at % kMaxVector,
+      expected[at], got[at], count, expected.size());
+  return count;
+}
+
+// Per-op times of a chain, launches and persistent, in us; NaN for the persistent way where it failed its
+// check.
+struct ChainTimes {
+  double launches = 0, persistent = 0;
+};
+
+ChainTimes time_chain(Chains& chains, const std::vector<ChainOp>& ops, const std::string& label) {
+  load_chain(chains, ops);
+  const double count = static_cast<double>(ops.size());
+  ChainTimes times;
+  times.launches = 1e3 * graph_ms(chains.backend, [&] { run_launches(chains, ops); }) / count;
+  times.persistent = std::numeric_limits<double>::quiet_NaN();
+  if (compare_ways(chains, ops, label, false) == 0) {
+    const double ms = median_ms(chains.backend, [&] { run_persistent(chains, ops); });
+    if (!persistent_failed(chains)) times.persistent = 1e3 * ms / count;
+  }
+  return times;
+}
+
+double percent_of_copy(double bytes, double us, double bandwidth) {
+  return 100.0 * bytes / (us * 1e-6) / bandwidth;
+}
+
+// Chains of one gemv size, and the line through them for each way.
+void bench_gemv_chains(Chains& chains, double bandwidth) {
+  LineFit launches_fit, persistent_fit;
+  for (int64_t rows : {256, 1024, 2048, 4096, 8192}) {
+    ChainBuilder chain(chains);
+    for (int i = 0; i < kChainOps; ++i) chain.gemv(rows, kHidden);
+    const double op_bytes = chain.bytes() / kChainOps;
+    const std::string label = fmt::format("gemv {} x {}", rows, kHidden);
+    const ChainTimes t = time_chain(chains, chain.ops(), label);
+    if (rows == 256 && compare_ways(chains, chain.ops(), label, true) <= 0)
+      fmt::print(
+          "boundaries {}: CONTROL MISSED: an input changed before the persistent run gave the same "
+          "outputs; expected some to differ\n",
+          label);
+    fmt::print(
+        "boundaries {} ({:.2f} MB), {} ops: launches {:.2f} us an op ({:.1f}% of copy), persistent {:.2f} "
+        "us ({:.1f}%)\n",
+        label, op_bytes * 1e-6, kChainOps, t.launches, percent_of_copy(op_bytes, t.launches, bandwidth),
+        t.persistent, percent_of_copy(op_bytes, t.persistent, bandwidth));
+    launches_fit.add(op_bytes * 1e-6, t.launches);
+    persistent_fit.add(op_bytes * 1e-6, t.persistent);
+  }
+  for (const auto& [way, fit] :
+       {std::pair{"launches", launches_fit}, std::pair{"persistent", persistent_fit}})
+    fmt::print("boundaries fit, {}: {:.2f} us an op + bytes at {:.1f} GB/s ({:.1f}% of copy)\n", way,
+               fit.fixed_us(), fit.bytes_per_second() * 1e-9, 100.0 * fit.bytes_per_second() / bandwidth);
+}
+
+// 48 layers of a decode step's eight ops; `bytes_scale` shrinks the gemv rows to the 4-bit layer's bytes.
+void bench_layer_chain(Chains& chains, double bandwidth, const char* name, double bytes_scale) {
+  const auto rows = [&](int64_t n) { return std::max<int64_t>(8, std::llround(n * bytes_scale / 8) * 8); };
+  ChainBuilder chain(chains);
+  for (int layer = 0; layer < 48; ++layer) {
+    chain.gemv(rows(8192), kHidden);   // q, k and v
+    chain.norm(kHidden);               // for head_norms
+    chain.norm(kHidden);               // for attention
+    chain.gemv(rows(kHidden), 4096);   // o
+    chain.norm(kHidden);               // residual_norm
+    chain.gemv(rows(30720), kHidden);  // gate and up
+    chain.gemv(rows(kHidden), 15360);  // down
+    chain.norm(kHidden);               // residual_norm
+  }
+  const std::string label = fmt::format("layers {}", name);
+  const ChainTimes t = time_chain(chains, chain.ops(), label);
+  const double count = static_cast<double>(chain.ops().size()), bound_ms = chain.bytes() / bandwidth * 1e3;
+  fmt::print(
+      "boundaries {} (48 x 8 ops, {:.2f} GB): launches {:.3f} ms a step ({:.1f}% of the bound {:.3f} ms), "
+      "persistent {:.3f} ms ({:.1f}%)\n",
+      label, chain.bytes() * 1e-9, t.launches * count * 1e-3, 100.0 * bound_ms / (t.launches * count * 1e-3),
+      bound_ms, t.persistent * count * 1e-3, 100.0 * bound_ms / (t.persistent * count * 1e-3));
+}
+
+}  // namespace
+
+void bench_boundaries(CudaBackend& backend, double bandwidth) {
+  int per_sm = 0;
+  check(chain_blocks_per_sm(&per_sm), "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  const int grid = per_sm * backend.info().multiprocessors;
+  fmt::print("boundaries: {} blocks ({} an SM) of 256 threads; a gemv op on all of them, a norm op on one\n",
+             grid, per_sm);
+  Chains chains = make_chains(backend, grid, 48 * 8);
+  bench_gemv_chains(chains, bandwidth);
+  // 4-bit g64 holds a weight in 0.5625 bytes (codes, and a bf16 scale and bias per 64), bf16 in 2.
+  bench_layer_chain(chains, bandwidth, "of 12B 4-bit g64 bytes", 0.5625 / 2.0);
+  bench_layer_chain(chains, bandwidth, "of 12B bf16 bytes", 1.0);
+}
+
+}  // namespace plumb::bench
