@@ -61,6 +61,22 @@ __device__ __forceinline__ void load_first(const ChainOp& op, FirstBatch& first)
     if (b < chunks) first.w[b] = __ldcs(reinterpret_cast<const uint4*>(w + b * kChunk));
 }
 
+// Asks L2 for up to `bytes` of the warp's weights after its first batch, in the order it reads them, so that
+// they stream while the block waits for the op ahead (none where bytes is 0).
+__device__ __forceinline__ void prefetch_rows(const ChainOp& op, int bytes) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int64_t all_warps = int64_t{gridDim.x} * kWarps, row_bytes = int64_t{op.k} * 2;
+  int64_t left = bytes;
+  for (int64_t row = first_row(); row < op.n && left > 0; row += all_warps) {
+    const char* base = reinterpret_cast<const char*>(op.weight + row * op.k);
+    const int64_t from = row == first_row() ? min(int64_t{kBatch} * kChunk * 2, row_bytes) : 0;
+    const int64_t span = min(row_bytes - from, left);
+    for (int64_t at = from + lane * 128; at < from + span; at += 32 * 128)
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(base + at));
+    left -= span;
+  }
+}
+
 // x's first `count` values into shared memory, read from L2 (another SM may have written them since this
 // one last cached them); the block calls.
 __device__ __forceinline__ void stage(const uint16_t* x, int count, uint16_t* staged) {
@@ -112,10 +128,12 @@ __device__ __forceinline__ void norm_vector(const uint16_t* staged, int n, float
     out[j] = bf16_bits(__fmul_rn(__uint_as_float(uint32_t{staged[j]} << 16), inverse));
 }
 
-__global__ void __launch_bounds__(kThreads) gemv_kernel(ChainOp op, const uint16_t* x, uint16_t* out) {
+__global__ void __launch_bounds__(kThreads)
+    gemv_kernel(ChainOp op, const uint16_t* x, uint16_t* out, int prefetch_bytes) {
   __shared__ __align__(16) uint16_t staged[kChainMaxK];
   FirstBatch first{};
   load_first(op, first);
+  if (prefetch_bytes > 0) prefetch_rows(op, prefetch_bytes);
   cuda::wait_for_previous_kernel();
   stage(x, op.k, staged);
   gemv_rows(op, first, staged, out);
@@ -168,7 +186,8 @@ __device__ __forceinline__ unsigned op_blocks(const ChainOp& op) {
 
 __global__ void __launch_bounds__(kThreads)
     persistent_kernel(const ChainOp* ops, int count, uint16_t* first_activations,
-                      uint16_t* second_activations, unsigned* arrivals, unsigned epoch, unsigned* failed) {
+                      uint16_t* second_activations, unsigned* arrivals, unsigned epoch, unsigned* failed,
+                      int prefetch_bytes) {
   __shared__ __align__(16) uint16_t staged[kChainMaxK];
   __shared__ float warp_sums[kWarps];
   bool gave_up = false;  // thread 0's
@@ -179,6 +198,7 @@ __global__ void __launch_bounds__(kThreads)
     if (op.kind == kNormOp && blockIdx.x != 0) continue;  // the other blocks go on to the next op's weights
     FirstBatch first{};
     if (op.kind == kGemvOp) load_first(op, first);
+    if (op.kind == kGemvOp && prefetch_bytes > 0) prefetch_rows(op, prefetch_bytes);
     if (i > 0) wait_arrivals(arrivals + i - 1, epoch * op_blocks(ops[i - 1]), failed, gave_up);
     if (op.kind == kGemvOp) {
       stage(x, op.k, staged);
@@ -198,14 +218,14 @@ cudaError_t chain_blocks_per_sm(int* blocks) {
 }
 
 cudaError_t launch_chain_ops(const ChainOp* ops, int count, uint16_t* const activations[2], int grid,
-                             cudaStream_t stream) {
+                             int prefetch_bytes, cudaStream_t stream) {
   for (int i = 0; i < count; ++i) {
     const uint16_t* x = activations[i % 2];
     uint16_t* out = activations[(i + 1) % 2];
     const cudaError_t code =
         ops[i].kind == kGemvOp
             ? cuda::launch_dependent(gemv_kernel, dim3(static_cast<unsigned>(grid)), kThreads, 0, stream,
-                                     ops[i], x, out)
+                                     ops[i], x, out, prefetch_bytes)
             : cuda::launch_dependent(norm_kernel, dim3(1), kThreads, 0, stream, ops[i], x, out);
     if (code != cudaSuccess) return code;
   }
@@ -214,9 +234,10 @@ cudaError_t launch_chain_ops(const ChainOp* ops, int count, uint16_t* const acti
 
 cudaError_t launch_chain_persistent(const ChainOp* device_ops, int count, uint16_t* const activations[2],
                                     unsigned* arrivals, unsigned epoch, unsigned* failed, int grid,
-                                    cudaStream_t stream) {
+                                    int prefetch_bytes, cudaStream_t stream) {
   uint16_t *first_activations = activations[0], *second_activations = activations[1];
-  void* args[] = {&device_ops, &count, &first_activations, &second_activations, &arrivals, &epoch, &failed};
+  void* args[] = {&device_ops, &count,  &first_activations, &second_activations, &arrivals,
+                  &epoch,      &failed, &prefetch_bytes};
   return cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(persistent_kernel), dim3(grid),
                                      dim3(kThreads), args, 0, stream);
 }

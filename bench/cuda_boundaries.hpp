@@ -36,9 +36,11 @@ constexpr int kChainMaxK = 15360;
 // the launches' gemv grids take the same count, so both ways split the rows alike.
 cudaError_t chain_blocks_per_sm(int* blocks);
 
-// The ops as launches (a gemv on `grid` blocks, a norm on one), each waiting for the one ahead.
+// The ops as launches (a gemv on `grid` blocks, a norm on one), each waiting for the one ahead. Where
+// prefetch_bytes is not 0, each gemv warp also asks L2 for that many bytes of its weights past its first
+// batch before it waits (in either way).
 cudaError_t launch_chain_ops(const ChainOp* ops, int count, uint16_t* const activations[2], int grid,
-                             cudaStream_t stream);
+                             int prefetch_bytes, cudaStream_t stream);
 
 // The ops as one cooperative launch of `grid` blocks. device_ops is the ops' table in device memory;
 // arrivals holds a counter an op, zeroed before the first run, and run `epoch` (1, 2, ...) waits for each
@@ -46,6 +48,6 @@ cudaError_t launch_chain_ops(const ChainOp* ops, int count, uint16_t* const acti
 // after it, so a grid that is not resident cannot hang the bench.
 cudaError_t launch_chain_persistent(const ChainOp* device_ops, int count, uint16_t* const activations[2],
                                     unsigned* arrivals, unsigned epoch, unsigned* failed, int grid,
-                                    cudaStream_t stream);
+                                    int prefetch_bytes, cudaStream_t stream);
 
 }  // namespace plumb::bench

@@ -1,12 +1,15 @@
-// plumb_cuda_bench boundaries: chains of dependent ops run both ways of cuda_boundaries.hpp, so the two
+// plumb_cuda_bench boundaries: chains of dependent ops run as launches and in one persistent kernel
+// (cuda_boundaries.hpp), each with and without L2 asked for the next weights before the wait, so that the
 // costs of an op boundary can be told apart before an engine is built on either. Chains of 48 gemv ops of
 // one size (five sizes; a line through them gives a fixed cost an op and the rate of the bytes), then 48
 // layers shaped like a 12B decode step's eight launches: q/k/v, two one-block ops (standing for head_norms
 // and attention), o, one (residual_norm), gate/up, down, one (residual_norm), with bf16 weights of the 4-bit
-// g64 layer's bytes and of the bf16 layer's. Each chain first runs once each way from the same activations,
-// and the outputs must be equal bit for bit.
+// g64 layer's bytes and of the bf16 layer's. Before its timing each way runs once from the activations the
+// launches started from, and its outputs must equal theirs bit for bit.
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <ranges>
 #include <string>
@@ -125,45 +128,65 @@ bool persistent_failed(Chains& chains) {
 void load_chain(Chains& chains, const std::vector<ChainOp>& ops) {
   CudaBackend& backend = chains.backend;
   const auto words = static_cast<int64_t>(ops.size() * sizeof(ChainOp) / 4);
-  require(backend.upload(TensorView::contiguous(const_cast<ChainOp*>(ops.data()), DType::u32, {words}),
-                         chains.table.view));
+  TensorView table = chains.table.view;  // the table's first `words`
+  table.shape = {words};
+  table.strides = {1};
+  require(
+      backend.upload(TensorView::contiguous(const_cast<ChainOp*>(ops.data()), DType::u32, {words}), table));
   check(cudaMemsetAsync(chains.arrivals.view.data, 0, chains.arrivals.view.bytes(), backend.stream()),
         "cudaMemsetAsync");
   check(cudaMemsetAsync(chains.failed.view.data, 0, 4, backend.stream()), "cudaMemsetAsync");
   chains.epoch = 0;
 }
 
-void run_launches(Chains& chains, const std::vector<ChainOp>& ops) {
-  uint16_t* const activations[2] = {chains.activation(0), chains.activation(1)};
-  check(launch_chain_ops(ops.data(), static_cast<int>(ops.size()), activations, chains.grid,
-                         chains.backend.stream()),
-        "launch_chain_ops");
-}
+// One way to run a chain: launches or one persistent kernel, each gemv warp asking L2 for prefetch_bytes of
+// its weights before it waits, or for none.
+struct Way {
+  const char* name;
+  bool persistent;
+  int prefetch_bytes;
+};
 
-void run_persistent(Chains& chains, const std::vector<ChainOp>& ops) {
+// 8 KiB a warp is 64 KiB a block: 17 MB of L2 on 264 blocks, about 5 us of the copy rate of an H100.
+constexpr Way kWays[] = {{"launches", false, 0},
+                         {"launches, L2 ahead", false, 8192},
+                         {"persistent", true, 0},
+                         {"persistent, L2 ahead", true, 8192}};
+constexpr int kWayCount = static_cast<int>(std::size(kWays));
+
+void run_way(Chains& chains, const std::vector<ChainOp>& ops, const Way& way) {
   uint16_t* const activations[2] = {chains.activation(0), chains.activation(1)};
-  check(launch_chain_persistent(chains.table.view.as<const ChainOp>(), static_cast<int>(ops.size()),
-                                activations, chains.arrivals.view.as<unsigned>(), ++chains.epoch,
-                                chains.failed.view.as<unsigned>(), chains.grid, chains.backend.stream()),
+  const int count = static_cast<int>(ops.size());
+  if (!way.persistent) {
+    check(launch_chain_ops(ops.data(), count, activations, chains.grid, way.prefetch_bytes,
+                           chains.backend.stream()),
+          "launch_chain_ops");
+    return;
+  }
+  check(launch_chain_persistent(chains.table.view.as<const ChainOp>(), count, activations,
+                                chains.arrivals.view.as<unsigned>(), ++chains.epoch,
+                                chains.failed.view.as<unsigned>(), chains.grid, way.prefetch_bytes,
+                                chains.backend.stream()),
         "cudaLaunchCooperativeKernel");
 }
 
-// Runs the loaded chain once each way from the same activations (with `plant`, the persistent run's first
+// Runs the loaded chain from the same activations the first way's and `way`'s (with `plant`, way's first
 // input value one bf16 step away) and returns how many output values differ, printing the first; -1 where
 // a persistent block timed out.
-int64_t compare_ways(Chains& chains, const std::vector<ChainOp>& ops, const std::string& label, bool plant) {
+int64_t compare_ways(Chains& chains, const std::vector<ChainOp>& ops, const std::string& label,
+                     const Way& way, bool plant) {
   reset_activations(chains);
-  run_launches(chains, ops);
+  run_way(chains, ops, kWays[0]);
   const std::vector<uint16_t> expected = download_activations(chains);
   reset_activations(chains);
   if (plant) plant_step(chains);
-  run_persistent(chains, ops);
+  run_way(chains, ops, way);
   const std::vector<uint16_t> got = download_activations(chains);
-  if (persistent_failed(chains)) {
+  if (way.persistent && persistent_failed(chains)) {
     fmt::print(
-        "boundaries {}: FAILED: a persistent block waited over a second for an op; expected a grid of {} "
+        "boundaries {}, {}: FAILED: a persistent block waited over a second for an op; expected a grid of {} "
         "resident blocks\n",
-        label, chains.grid);
+        label, way.name, chains.grid);
     return -1;
   }
   const auto differ = std::ranges::mismatch(expected, got);
@@ -172,30 +195,34 @@ int64_t compare_ways(Chains& chains, const std::vector<ChainOp>& ops, const std:
   const auto count = std::ranges::count_if(std::views::iota(size_t{0}, expected.size()),
                                            [&](size_t i) { return expected[i] != got[i]; });
   fmt::print(
-      "boundaries {}{}: activations[{}][{}] launches 0x{:04x}, persistent 0x{:04x}; expected equal bits ({} "
-      "of {} values differ)\n",
-      label, plant ? " (control, an input changed)" : ": FAILED", at / kMaxVector, at % kMaxVector,
-      expected[at], got[at], count, expected.size());
+      "boundaries {}, {}{}: activations[{}][{}] {} 0x{:04x}, 0x{:04x}; expected equal bits ({} of {} values "
+      "differ)\n",
+      label, way.name, plant ? " (control, an input changed)" : ": FAILED", at / kMaxVector, at % kMaxVector,
+      kWays[0].name, expected[at], got[at], count, expected.size());
   return count;
 }
 
-// Per-op times of a chain, launches and persistent, in us; NaN for the persistent way where it failed its
-// check.
-struct ChainTimes {
-  double launches = 0, persistent = 0;
-};
-
-ChainTimes time_chain(Chains& chains, const std::vector<ChainOp>& ops, const std::string& label) {
+// Each way's us an op over a chain, NaN for a way whose outputs differ from the first way's. With `control`,
+// a run of the persistent way from a changed input must be told apart.
+std::array<double, kWayCount> time_chain(Chains& chains, const std::vector<ChainOp>& ops,
+                                         const std::string& label, bool control) {
   load_chain(chains, ops);
   const double count = static_cast<double>(ops.size());
-  ChainTimes times;
-  times.launches = 1e3 * graph_ms(chains.backend, [&] { run_launches(chains, ops); }) / count;
-  times.persistent = std::numeric_limits<double>::quiet_NaN();
-  if (compare_ways(chains, ops, label, false) == 0) {
-    const double ms = median_ms(chains.backend, [&] { run_persistent(chains, ops); });
-    if (!persistent_failed(chains)) times.persistent = 1e3 * ms / count;
+  std::array<double, kWayCount> us{};
+  for (int w = 0; w < kWayCount; ++w) {
+    const Way& way = kWays[w];
+    us[w] = std::numeric_limits<double>::quiet_NaN();
+    if (w > 0 && compare_ways(chains, ops, label, way, false) != 0) continue;
+    const auto run = [&] { run_way(chains, ops, way); };
+    const double ms = way.persistent ? median_ms(chains.backend, run) : graph_ms(chains.backend, run);
+    if (!way.persistent || !persistent_failed(chains)) us[w] = 1e3 * ms / count;
   }
-  return times;
+  if (control && compare_ways(chains, ops, label, kWays[2], true) <= 0)
+    fmt::print(
+        "boundaries {}: CONTROL MISSED: an input changed before the persistent run gave the same outputs; "
+        "expected some to differ\n",
+        label);
+  return us;
 }
 
 double percent_of_copy(double bytes, double us, double bandwidth) {
@@ -204,30 +231,26 @@ double percent_of_copy(double bytes, double us, double bandwidth) {
 
 // Chains of one gemv size, and the line through them for each way.
 void bench_gemv_chains(Chains& chains, double bandwidth) {
-  LineFit launches_fit, persistent_fit;
+  std::array<LineFit, kWayCount> fits;
   for (int64_t rows : {256, 1024, 2048, 4096, 8192}) {
     ChainBuilder chain(chains);
     for (int i = 0; i < kChainOps; ++i) chain.gemv(rows, kHidden);
     const double op_bytes = chain.bytes() / kChainOps;
     const std::string label = fmt::format("gemv {} x {}", rows, kHidden);
-    const ChainTimes t = time_chain(chains, chain.ops(), label);
-    if (rows == 256 && compare_ways(chains, chain.ops(), label, true) <= 0)
-      fmt::print(
-          "boundaries {}: CONTROL MISSED: an input changed before the persistent run gave the same "
-          "outputs; expected some to differ\n",
-          label);
-    fmt::print(
-        "boundaries {} ({:.2f} MB), {} ops: launches {:.2f} us an op ({:.1f}% of copy), persistent {:.2f} "
-        "us ({:.1f}%)\n",
-        label, op_bytes * 1e-6, kChainOps, t.launches, percent_of_copy(op_bytes, t.launches, bandwidth),
-        t.persistent, percent_of_copy(op_bytes, t.persistent, bandwidth));
-    launches_fit.add(op_bytes * 1e-6, t.launches);
-    persistent_fit.add(op_bytes * 1e-6, t.persistent);
+    const std::array<double, kWayCount> us = time_chain(chains, chain.ops(), label, rows == 256);
+    std::string line =
+        fmt::format("boundaries {} ({:.2f} MB), {} ops, us an op:", label, op_bytes * 1e-6, kChainOps);
+    for (int w = 0; w < kWayCount; ++w) {
+      line += fmt::format(" {} {:.2f} ({:.1f}% of copy){}", kWays[w].name, us[w],
+                          percent_of_copy(op_bytes, us[w], bandwidth), w + 1 < kWayCount ? "," : "");
+      fits[w].add(op_bytes * 1e-6, us[w]);
+    }
+    fmt::print("{}\n", line);
   }
-  for (const auto& [way, fit] :
-       {std::pair{"launches", launches_fit}, std::pair{"persistent", persistent_fit}})
-    fmt::print("boundaries fit, {}: {:.2f} us an op + bytes at {:.1f} GB/s ({:.1f}% of copy)\n", way,
-               fit.fixed_us(), fit.bytes_per_second() * 1e-9, 100.0 * fit.bytes_per_second() / bandwidth);
+  for (int w = 0; w < kWayCount; ++w)
+    fmt::print("boundaries fit, {}: {:.2f} us an op + bytes at {:.1f} GB/s ({:.1f}% of copy)\n",
+               kWays[w].name, fits[w].fixed_us(), fits[w].bytes_per_second() * 1e-9,
+               100.0 * fits[w].bytes_per_second() / bandwidth);
 }
 
 // 48 layers of a decode step's eight ops; `bytes_scale` shrinks the gemv rows to the 4-bit layer's bytes.
@@ -245,13 +268,16 @@ void bench_layer_chain(Chains& chains, double bandwidth, const char* name, doubl
     chain.norm(kHidden);               // residual_norm
   }
   const std::string label = fmt::format("layers {}", name);
-  const ChainTimes t = time_chain(chains, chain.ops(), label);
+  const std::array<double, kWayCount> us = time_chain(chains, chain.ops(), label, false);
   const double count = static_cast<double>(chain.ops().size()), bound_ms = chain.bytes() / bandwidth * 1e3;
-  fmt::print(
-      "boundaries {} (48 x 8 ops, {:.2f} GB): launches {:.3f} ms a step ({:.1f}% of the bound {:.3f} ms), "
-      "persistent {:.3f} ms ({:.1f}%)\n",
-      label, chain.bytes() * 1e-9, t.launches * count * 1e-3, 100.0 * bound_ms / (t.launches * count * 1e-3),
-      bound_ms, t.persistent * count * 1e-3, 100.0 * bound_ms / (t.persistent * count * 1e-3));
+  std::string line = fmt::format("boundaries {} (48 x 8 ops, {:.2f} GB, bound {:.3f} ms), ms a step:", label,
+                                 chain.bytes() * 1e-9, bound_ms);
+  for (int w = 0; w < kWayCount; ++w) {
+    const double ms = us[w] * count * 1e-3;
+    line += fmt::format(" {} {:.3f} ({:.1f}% of the bound){}", kWays[w].name, ms, 100.0 * bound_ms / ms,
+                        w + 1 < kWayCount ? "," : "");
+  }
+  fmt::print("{}\n", line);
 }
 
 }  // namespace
