@@ -17,10 +17,14 @@ for file in "${sources[@]}"; do
 done
 # CUDA kernels may start before the kernel ahead of them ends (src/cuda/dependent_launch.cuh): each kernel
 # must wait for it, and launches go through launch_dependent (the cluster-launched draw kernels excepted).
+# A header the file includes whose kernel body waits (a body shared by two files) counts as one wait.
 for file in src/cuda/*.cu; do
   kernels=$(grep -c '__global__' "$file" || true)
   [ "$(basename "$file")" = k_embed.cu ] && kernels=$((kernels - 1))  # probe_kernel is never launched
   waits=$(grep -c 'wait_for_previous_kernel();' "$file" || true)
+  for header in $(sed -n 's|^#include "\(cuda/[a-z_0-9]*\.cuh\)"$|src/\1|p' "$file"); do
+    grep -q 'wait_for_previous_kernel();' "$header" && waits=$((waits + 1))
+  done
   if [ "$waits" -lt "$kernels" ]; then
     echo "lint: file '$file' has kernels that do not wait for the kernel ahead; expected $kernels waits, got $waits"
     status=1

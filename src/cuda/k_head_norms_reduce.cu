@@ -1,9 +1,10 @@
 // matmul_head_norms' last launch at decode rows: each of q, k and v's elements is its K-split partials added
-// in split order and rounded to bf16 once (k_matmul.cu's split_total and reduce_column), or the bf16 the
-// matmul stored; then head_norms of those rows: v_out = bf16(v * inv_v), n = bf16(x * inv * w) for q and k,
-// out = (PairRotation(p * inv_freq[i]).low(n[i], n[i + half]), .high(...)), inv = 1 / sqrt(mean(x^2) + eps)
-// in norm_order.cuh's order (k_head_norms.cu's steps), written in place and to the caches. One launch instead
-// of the group's reduce and head_norms; a block a vector, a thread an element (two for head_dim over 256).
+// in split order and rounded to bf16 once (k_matmul_pipeline.cuh's split_total and reduce_column), or the
+// bf16 the matmul stored; then head_norms of those rows: v_out = bf16(v * inv_v), n = bf16(x * inv * w) for q
+// and k, out = (PairRotation(p * inv_freq[i]).low(n[i], n[i + half]), .high(...)), inv = 1 / sqrt(mean(x^2) +
+// eps) in norm_order.cuh's order (k_head_norms.cu's steps), written in place and to the caches. One launch
+// instead of the group's reduce and head_norms; a block a vector, a thread an element (two for head_dim over
+// 256).
 #include <algorithm>
 #include <span>
 

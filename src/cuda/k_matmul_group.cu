@@ -1,8 +1,8 @@
 // Matmuls of one x as one launch (launch_matmul_group), matmul_geglu's gate and up, whose K-split reduce
 // adds geglu (launch_matmul_geglu), and matmul_head_norms' q, k and v, whose reduce runs head_norms
 // (launch_matmul_head_norms): which kernel takes the group, and each member's part of the scratch. The
-// kernels are k_matmul_decode.cu's and k_matmul.cu's, and each member's plan is its own, so a member's bits
-// are the ones launch_matmul gives it alone.
+// kernels are k_matmul_decode.cu's and the tiled matmul's (k_matmul.cu, k_matmul_tiled_group.cu), and each
+// member's plan is its own, so a member's bits are the ones launch_matmul gives it alone.
 #include <span>
 
 #include "cuda/k_matmul_tiles.cuh"

@@ -1,7 +1,7 @@
 #pragma once
 // The tiled matmul's plan (its K splits from the weight shape alone) and the host pieces shared by
-// k_matmul.cu (one matmul, and the tiled kernels' launches of a group) and k_matmul_group.cu (which kernel
-// takes a group of matmuls of one x, and matmul_geglu's pair).
+// k_matmul.cu (one matmul), k_matmul_tiled_group.cu (the tiled kernels' launches of a group) and
+// k_matmul_group.cu (which kernel takes a group of matmuls of one x, and matmul_geglu's pair).
 #include <cstddef>
 #include <cstdint>
 #include <span>

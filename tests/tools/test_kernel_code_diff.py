@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """tools/cuda/kernel-code-diff.py on a made-up repository of one CUDA source: a kernel left alone is the same,
 a kernel edited is changed, a kernel written is added, a kernel renamed is removed and added (the same under
---rename), and a source outside the build or a rename without '=' is refused by name. Exits
+--rename), a kernel moved to another source is compared with itself there (moved, or changed where edited), and
+a source outside the build or a rename without '=' is refused by name. Exits
 77 (skipped) without nvcc or ninja.
 
     test_kernel_code_diff.py PATH/TO/kernel-code-diff.py
@@ -17,6 +18,14 @@ __global__ void kept(float* x) { x[threadIdx.x] *= 2.0f; }
 __global__ void edited(float* x) { x[threadIdx.x] += BODY; }
 """
 
+# A kernel in an anonymous namespace (whose mangled name carries its file's name), launched so that it is kept.
+MOVING = """
+namespace {
+__global__ void moving(float* x) { x[0] = VALUE; }
+}  // namespace
+void launch_moving(float* x) { moving<<<1, 1>>>(x); }
+"""
+
 
 def nvcc():
     found = shutil.which("nvcc")
@@ -25,6 +34,12 @@ def nvcc():
 
 def run(*args, cwd):
     return subprocess.run(args, cwd=cwd, capture_output=True, text=True)
+
+
+def commit(repo, message):
+    for command in (["git", "add", "."], ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm",
+                                          message]):
+        assert run(*command, cwd=repo).returncode == 0, command
 
 
 def make_repository(folder, compiler):
@@ -39,10 +54,10 @@ def make_repository(folder, compiler):
     with open(os.path.join(build, "build.ninja"), "w") as file:
         file.write(f"rule nvcc\n  command = {compiler} -O3 --generate-code=arch=compute_90a,code=[compute_90a,"
                    f"sm_90a] -MD -MT $out -MF $out.d -x cu -c $in -o $out\n"
-                   f"build a.o: nvcc {source}\n")
-    for command in (["git", "init", "-q"], ["git", "add", "."],
-                    ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"]):
-        assert run(*command, cwd=repo).returncode == 0, command
+                   f"build a.o: nvcc {source}\n"
+                   f"build b.o: nvcc {os.path.join(repo, 'src', 'b.cu')}\n")
+    assert run("git", "init", "-q", cwd=repo).returncode == 0
+    commit(repo, "base")
     return repo, build, source
 
 
@@ -50,6 +65,11 @@ def diff(repo, build, *args):
     result = run(sys.executable, os.path.join(repo, "tools", "cuda", "kernel-code-diff.py"), "--build", build,
                  *args, cwd=repo)
     return result.returncode, result.stdout + result.stderr
+
+
+def write(path, text):
+    with open(path, "w") as file:
+        file.write(text)
 
 
 def expect(label, got, *wanted):
@@ -84,7 +104,19 @@ def main():
         if code == 0 or "has no '='; expected PATTERN=REPLACEMENT" not in text:
             sys.exit(f"FAIL a rename without '=': expected a refusal naming it, got exit {code}:\n{text}")
         print("ok   a rename without '=' is refused by name")
-        code, text = diff(repo, build, os.path.join(repo, "src", "b.cu"))
+        write(source, KERNELS.replace("BODY", "1.0f") + MOVING.replace("VALUE", "5.0f"))
+        commit(repo, "a kernel to move")
+        other = os.path.join(repo, "src", "b.cu")
+        write(source, KERNELS.replace("BODY", "1.0f"))
+        write(other, MOVING.replace("VALUE", "5.0f"))
+        expect("a kernel moved to another source", diff(repo, build),
+               "moved    src/a.cu -> src/b.cu: (anonymous namespace)::moving(float*)",
+               "KERNEL-CODE 3 same, 0 changed, 0 added, 0 removed")
+        write(other, MOVING.replace("VALUE", "6.0f"))
+        expect("a kernel moved and edited", diff(repo, build),
+               "changed  src/a.cu -> src/b.cu: (anonymous namespace)::moving(float*)",
+               "KERNEL-CODE 2 same, 1 changed, 0 added, 0 removed")
+        code, text = diff(repo, build, os.path.join(repo, "src", "c.cu"))
         if code == 0 or "source '" not in text or "is not a CUDA source of the build" not in text:
             sys.exit(f"FAIL a source outside the build: expected a refusal naming it, got exit {code}:\n{text}")
         print("ok   a source outside the build is refused by name")

@@ -6,14 +6,15 @@
 
 Compiles each CUDA source of the build (or those named) twice to a cubin, as REV has it and as the working tree
 has it, with the build's own nvcc command (from DIR's compile database), and compares each kernel's code
-section. A kernel whose code is the same runs as it ran at REV, so a refactor that leaves every kernel the same
-needs no GPU run to show it changed no bit and no timing; a kernel that changed does. Without sources named it
-takes the ones whose text, or a header they include, differs from REV.
+section; a kernel moved to another source is compared with itself there. A kernel whose code is the same runs
+as it ran at REV, so a refactor that leaves every kernel the same needs no GPU run to show it changed no bit
+and no timing; a kernel that changed does. Without sources named it takes the ones whose text, or a header
+they include, differs from REV.
 
 A kernel the change renamed (a template parameter added, say) is compared under its new name with --rename:
 a regular expression over REV's mangled names and its replacement, as re.sub takes them, applied in order.
 
-Prints one line per kernel that is not the same, then
+Prints one line per kernel that is not the same or moved, then
     KERNEL-CODE <n> same, <n> changed, <n> added, <n> removed (<arch>, base <rev>)
 and exits 0; 2 when a source did not compile. Needs a configured CUDA build (cmake -DPLUMB_CUDA=ON -G Ninja).
 """
@@ -143,6 +144,21 @@ def compile_one(command):
     return result.returncode, result.stderr
 
 
+def any_file(key):
+    """A kernel key without the source file of its anonymous namespace, to find a kernel that moved."""
+    return re.sub(r"\d+_GLOBAL__N__\d+_\w+?_cu", "_GLOBAL__N_", key)
+
+
+def compare(counts, where, name, before, after):
+    if before == after:
+        counts["same"] += 1
+        if " -> " in where:
+            print(f"moved    {where}: {readable(name)}")
+        return
+    counts["changed"] += 1
+    print(f"changed  {where}: {readable(name)}: {len(before) // 16} -> {len(after) // 16} instructions")
+
+
 def renamed(key, renames):
     """REV's kernel key under the tree's name (--rename, in order)."""
     for pattern, replacement in renames:
@@ -197,25 +213,30 @@ def main():
                       f"expected exit 0, got {code}\n{errors}", file=sys.stderr)
         if failed:
             return 2
+        removed, added = {}, {}  # kernels that left a file or came to one, by their key in any file
         for base_job, tree_job in zip(jobs[0::2], jobs[1::2]):
             before = {renamed(key, renames): value
                       for key, value in (kernel_sections(base_job[2]) if base_job[3] else {}).items()}
             after = kernel_sections(tree_job[2]) if tree_job[3] else {}
             file = os.path.relpath(base_job[0], ROOT)
             for key in sorted(set(before) | set(after)):
-                name, code = after.get(key) or before[key]
                 if key not in after:
-                    counts["removed"] += 1
-                    print(f"removed  {file}: {readable(name)}")
+                    removed[any_file(key)] = (file, *before[key])
                 elif key not in before:
-                    counts["added"] += 1
-                    print(f"added    {file}: {readable(name)}")
-                elif before[key][1] == code:
-                    counts["same"] += 1
+                    added[any_file(key)] = (file, *after[key])
                 else:
-                    counts["changed"] += 1
-                    print(f"changed  {file}: {readable(name)}: {len(before[key][1]) // 16} -> "
-                          f"{len(code) // 16} instructions")
+                    compare(counts, file, after[key][0], before[key][1], after[key][1])
+        # A kernel moved to another source is compared with itself there (its anonymous namespace differs).
+        for key in sorted(set(removed) | set(added)):
+            if key in removed and key in added:
+                compare(counts, f"{removed[key][0]} -> {added[key][0]}", added[key][1], removed[key][2],
+                        added[key][2])
+            elif key in removed:
+                counts["removed"] += 1
+                print(f"removed  {removed[key][0]}: {readable(removed[key][1])}")
+            else:
+                counts["added"] += 1
+                print(f"added    {added[key][0]}: {readable(added[key][1])}")
     print(f"KERNEL-CODE {counts['same']} same, {counts['changed']} changed, {counts['added']} added, "
           f"{counts['removed']} removed ({arch}, base {base})")
     return 0
