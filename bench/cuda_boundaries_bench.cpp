@@ -170,18 +170,21 @@ void run_way(Chains& chains, const std::vector<ChainOp>& ops, const Way& way) {
         "cudaLaunchCooperativeKernel");
 }
 
-// Runs the loaded chain from the same activations the first way's and `way`'s (with `plant`, way's first
-// input value one bf16 step away) and returns how many output values differ, printing the first; -1 where
-// a persistent block timed out.
-int64_t compare_ways(Chains& chains, const std::vector<ChainOp>& ops, const std::string& label,
-                     const Way& way, bool plant) {
-  reset_activations(chains);
-  run_way(chains, ops, kWays[0]);
-  const std::vector<uint16_t> expected = download_activations(chains);
+// The loaded chain's outputs from reset activations, run `way` (with `plant`, its first input value one
+// bf16 step away).
+std::vector<uint16_t> outputs_of(Chains& chains, const std::vector<ChainOp>& ops, const Way& way,
+                                 bool plant) {
   reset_activations(chains);
   if (plant) plant_step(chains);
   run_way(chains, ops, way);
-  const std::vector<uint16_t> got = download_activations(chains);
+  return download_activations(chains);
+}
+
+// How many of `way`'s output values differ from `expected` (the first way's, from the same activations),
+// printing the first; -1 where a persistent block timed out.
+int64_t compare_ways(Chains& chains, const std::vector<ChainOp>& ops, const std::vector<uint16_t>& expected,
+                     const std::string& label, const Way& way, bool plant) {
+  const std::vector<uint16_t> got = outputs_of(chains, ops, way, plant);
   if (way.persistent && persistent_failed(chains)) {
     fmt::print(
         "boundaries {}, {}: FAILED: a persistent block waited over a second for an op; expected a grid of {} "
@@ -213,16 +216,17 @@ std::array<double, kWayCount> time_chain(Chains& chains, const std::vector<Chain
                                          const std::string& label, bool control) {
   load_chain(chains, ops);
   const double count = static_cast<double>(ops.size());
+  const std::vector<uint16_t> expected = outputs_of(chains, ops, kWays[0], false);
   std::array<double, kWayCount> us{};
   for (int w = 0; w < kWayCount; ++w) {
     const Way& way = kWays[w];
     us[w] = std::numeric_limits<double>::quiet_NaN();
-    if (w > 0 && compare_ways(chains, ops, label, way, false) != 0) continue;
+    if (w > 0 && compare_ways(chains, ops, expected, label, way, false) != 0) continue;
     const auto run = [&] { run_way(chains, ops, way); };
     const double ms = way.persistent ? median_ms(chains.backend, run) : graph_ms(chains.backend, run);
     if (!way.persistent || !persistent_failed(chains)) us[w] = 1e3 * ms / count;
   }
-  if (control && compare_ways(chains, ops, label, kWays[2], true) <= 0)
+  if (control && compare_ways(chains, ops, expected, label, kWays[2], true) <= 0)
     fmt::print(
         "boundaries {}: CONTROL MISSED: an input changed before the persistent run gave the same outputs; "
         "expected some to differ\n",
